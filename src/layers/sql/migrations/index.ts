@@ -1,0 +1,11 @@
+/**
+ * The migration set, in order. Each capability adds one file; ids never change once released.
+ * Times are integer unix milliseconds (BIGINT); booleans and blobs use each dialect's own type.
+ */
+import type { SqlClient } from "@effect/sql"
+import type { Effect } from "effect"
+import m0001 from "./0001_control_plane_meta.js"
+
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "0001_control_plane_meta": m0001,
+}
