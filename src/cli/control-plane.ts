@@ -1,0 +1,10 @@
+/** `mesh-control-plane [flags]`: the control plane server, plus its `admin` commands. */
+import { Command } from "@effect/cli"
+import { admin } from "./control-plane/admin.js"
+import { server } from "./control-plane/flags.js"
+import { serve } from "./control-plane/serve.js"
+
+export const controlPlane = Command.make("mesh-control-plane", server, serve).pipe(
+  Command.withDescription("The mesh control plane: admits nodes, mints credentials, holds the policy, tracks routers."),
+  Command.withSubcommands([admin]),
+)

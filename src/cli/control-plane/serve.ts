@@ -1,0 +1,57 @@
+/** Runs the control plane server until interrupted (SIGINT/SIGTERM close the listener and the database cleanly). */
+import type { Command } from "@effect/cli"
+import { Effect, Layer, Option } from "effect"
+import type { ControlPlaneSettings } from "../../config/ControlPlaneConfig.js"
+import * as ControlPlaneLive from "../../layers/ControlPlaneLive.js"
+import * as Logging from "../../layers/Logging.js"
+import * as Flag from "../flags.js"
+import { UsageError } from "../run.js"
+import { resolveDatabase, type server } from "./flags.js"
+
+export type ServerFlags = Command.Command.ParseConfig<typeof server>
+
+export const settingsFromFlags = (flags: ServerFlags) =>
+  Effect.gen(function* () {
+    const issuers = Option.match(flags.issuer, { onNone: () => [], onSome: Flag.list })
+    if (issuers.length === 0) {
+      return yield* new UsageError({ message: "--issuer is required (or MESH_OIDC_ISSUER)" })
+    }
+    const allowedAudiences = Flag.list(flags.allowedAudiences)
+    if (allowedAudiences.length === 0) {
+      return yield* new UsageError({ message: "--allowed-audiences: no audience given" })
+    }
+    const logFormat = yield* Logging.formatFromConfig
+    const settings: ControlPlaneSettings = {
+      issuers,
+      allowedAudiences,
+      oidcClientId: Option.getOrElse(flags.oidcClientId, () => allowedAudiences[0] ?? ""),
+      insecureSkipTlsVerify: flags.insecureSkipTlsVerify,
+      bindAddress: flags.bindAddress,
+      database: yield* resolveDatabase(flags),
+      adminToken: yield* Flag.readSecret(flags.adminTokenPath, "MESH_ADMIN_TOKEN"),
+      autoApproveEnrollment: flags.autoApproveEnrollment,
+      biscuitTtl: flags.biscuitTtl,
+      oidcSessionTtl: flags.oidcSessionTtl,
+      keyRotationInterval: flags.keyRotationInterval,
+      keyGracePeriod: flags.keyGracePeriod,
+      leaseDuration: flags.leaseDuration,
+      nodeRetention: flags.nodeRetention,
+      meshReconnectInterval: flags.meshReconnectInterval,
+      logLevel: flags.logLevel,
+      logFormat,
+    }
+    return settings
+  })
+
+export const serve = (flags: ServerFlags) =>
+  Effect.gen(function* () {
+    const settings = yield* settingsFromFlags(flags)
+    yield* Effect.logInfo("starting control plane").pipe(
+      Effect.annotateLogs({
+        driver: settings.database.driver,
+        issuer: settings.issuers[0],
+        admin_api: Option.isSome(settings.adminToken) ? "enabled" : "disabled (no admin token)",
+      }),
+    )
+    return yield* Layer.launch(ControlPlaneLive.layer(settings))
+  }).pipe(Effect.provide(Logging.layerFromConfig(flags.logLevel)))

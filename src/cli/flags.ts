@@ -1,0 +1,125 @@
+/**
+ * Flag constructors shared by the mesh commands. Each flag may also come from an environment variable, and bad
+ * values fail with a one-line reason naming the flag.
+ */
+import { readFile } from "node:fs/promises"
+import { HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Config, Effect, Either, LogLevel, Option, Redacted } from "effect"
+import * as GoDuration from "../domain/GoDuration.js"
+import { UsageError } from "./run.js"
+
+const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
+
+const describe = (text: string, env: string, fallback?: string) =>
+  `${text}${fallback === undefined ? "" : ` Default: ${fallback}.`} Env: ${env}.`
+
+/** A text flag with an environment fallback and a default. */
+export const text = (name: string, options: { env: string; fallback: string; description: string }) =>
+  Options.text(name).pipe(
+    Options.withFallbackConfig(Config.string(options.env)),
+    Options.withDefault(options.fallback),
+    Options.withDescription(describe(options.description, options.env, options.fallback)),
+  )
+
+/** A text flag with an environment fallback and no default. */
+export const optionalText = (name: string, options: { env: string; description: string }) =>
+  Options.text(name).pipe(
+    Options.withFallbackConfig(Config.string(options.env)),
+    Options.optional,
+    Options.withDescription(describe(options.description, options.env)),
+  )
+
+export const boolean = (name: string, options: { env: string; description: string }) =>
+  Options.boolean(name).pipe(
+    Options.withFallbackConfig(Config.boolean(options.env)),
+    Options.withDescription(describe(options.description, options.env, "false")),
+  )
+
+/** Go-style duration text (`24h`, `15m`, `0`). */
+export const duration = (name: string, options: { env: string; fallback: string; description: string }) =>
+  text(name, options).pipe(
+    Options.mapEffect((value) =>
+      Either.match(GoDuration.parse(value), {
+        onLeft: (reason) => Effect.fail(invalid(`--${name}: ${reason}`)),
+        onRight: Effect.succeed,
+      }),
+    ),
+  )
+
+/** One of a fixed set of words; the error names the flag and the accepted words. */
+export const choice = <const A extends string>(
+  name: string,
+  choices: ReadonlyArray<A>,
+  options: { env: string; fallback: A; description: string },
+) =>
+  text(name, { ...options, description: `${options.description} One of: ${choices.join(", ")}.` }).pipe(
+    Options.mapEffect((value) =>
+      (choices as ReadonlyArray<string>).includes(value)
+        ? Effect.succeed(value as A)
+        : Effect.fail(invalid(`--${name}: "${value}" is not one of ${choices.join(", ")}`)),
+    ),
+  )
+
+/** Comma-separated values, empties dropped. */
+export const list = (value: string): ReadonlyArray<string> =>
+  value
+    .split(",")
+    .map((v) => v.trim())
+    .filter((v) => v.length > 0)
+
+export const logLevel = choice("log-level", ["debug", "info", "warn", "error"], {
+  env: "MESH_LOG_LEVEL",
+  fallback: "info",
+  description: "Minimum level of log lines; LOG_FORMAT=json selects JSON output.",
+}).pipe(Options.map((level) => LogLevel.fromLiteral(level === "warn" ? "Warning" : capitalize(level))))
+
+const capitalize = (s: string) => `${s.charAt(0).toUpperCase()}${s.slice(1)}` as "Debug" | "Info" | "Error"
+
+/** host:port, `:port` for all interfaces, or `[v6]:port`. */
+export const parseListenAddress = (
+  flag: string,
+  value: string,
+): Either.Either<{ host: string; port: number }, string> => {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(value.trim())
+  const port = match === null ? Number.NaN : Number(match[3])
+  if (match === null || !Number.isInteger(port) || port > 65535) {
+    return Either.left(`--${flag}: "${value}" is not host:port`)
+  }
+  const host = match[1] ?? match[2] ?? ""
+  return Either.right({ host: host.length === 0 ? "0.0.0.0" : host, port })
+}
+
+export const listenAddress = (name: string, options: { env: string; fallback: string; description: string }) =>
+  text(name, options).pipe(
+    Options.mapEffect((value) =>
+      Either.match(parseListenAddress(name, value), {
+        onLeft: (reason) => Effect.fail(invalid(reason)),
+        onRight: Effect.succeed,
+      }),
+    ),
+  )
+
+/**
+ * A secret named by a `--*-path` flag (file content, trailing newline trimmed) or else held by an environment variable.
+ * The value stays Redacted from here on, so it cannot reach a log line by accident.
+ */
+export const readSecret = (path: Option.Option<string>, env: string) =>
+  Option.match(path, {
+    onSome: readSecretFile,
+    onNone: () =>
+      Config.option(Config.string(env)).pipe(
+        Effect.map(Option.flatMap((value) => nonEmpty(value.trim()))),
+        Effect.orElseSucceed(() => Option.none()),
+      ),
+  })
+
+/** The trimmed content of a secret file; an unreadable file is a flag error naming the file, never its content. */
+export const readSecretFile = (file: string) =>
+  Effect.tryPromise({
+    try: () => readFile(file, "utf8"),
+    catch: (cause) =>
+      new UsageError({ message: `cannot read ${file}: ${(cause as NodeJS.ErrnoException).code ?? "error"}` }),
+  }).pipe(Effect.map((content) => nonEmpty(content.trim())))
+
+const nonEmpty = (value: string): Option.Option<Redacted.Redacted<string>> =>
+  value.length === 0 ? Option.none() : Option.some(Redacted.make(value))

@@ -1,0 +1,98 @@
+/**
+ * The domain errors that may reach an HTTP client. Each carries its status as an HttpApi annotation; the renderer in
+ * src/http/ErrorResponse.ts turns any of them into the one error body of the API:
+ *
+ *   { "error": "<code>", "message": "<text>" }
+ *
+ * `code` is stable and machine-readable (snake_case of the tag); `message` is for humans and never holds a secret.
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+export class BadRequest extends Schema.TaggedError<BadRequest>()(
+  "BadRequest",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 400 }),
+) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 401 }),
+) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 403 }),
+) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 }),
+) {}
+
+export class Conflict extends Schema.TaggedError<Conflict>()(
+  "Conflict",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 409 }),
+) {}
+
+/** A resource that existed is no longer usable (a revoked, expired or used-up bootstrap token). */
+export class Gone extends Schema.TaggedError<Gone>()(
+  "Gone",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 410 }),
+) {}
+
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 413 }),
+) {}
+
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 415 }),
+) {}
+
+export class RateLimited extends Schema.TaggedError<RateLimited>()(
+  "RateLimited",
+  { message: Schema.String, retryAfterSeconds: Schema.Number },
+  HttpApiSchema.annotations({ status: 429 }),
+) {}
+
+/** A dependency the route needs (the database) cannot be reached right now; the client may retry. */
+export class Unavailable extends Schema.TaggedError<Unavailable>()(
+  "Unavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 }),
+) {}
+
+/** Every error the API renders; handlers fail only with these. */
+export const ApiErrors = [
+  BadRequest,
+  Unauthorized,
+  Forbidden,
+  NotFound,
+  Conflict,
+  Gone,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  RateLimited,
+  Unavailable,
+] as const
+
+export type ApiError =
+  | BadRequest
+  | Unauthorized
+  | Forbidden
+  | NotFound
+  | Conflict
+  | Gone
+  | PayloadTooLarge
+  | UnsupportedMediaType
+  | RateLimited
+  | Unavailable

@@ -1,0 +1,5 @@
+/** The control plane's HTTP API: its groups, each defined in its own folder. */
+import { HttpApi } from "@effect/platform"
+import { PublicApi } from "./public/PublicApi.js"
+
+export class ControlPlaneApi extends HttpApi.make("control-plane").add(PublicApi) {}

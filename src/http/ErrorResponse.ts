@@ -1,0 +1,104 @@
+/**
+ * The one place where failures become HTTP responses. Every route, whatever failed, answers with
+ *
+ *   { "error": "<code>", "message": "<text>" }
+ *
+ * Domain errors carry their status; request decoding failures are 400; an unreachable database is 503; anything
+ * else is a defect: logged with its cause, answered 500 with a generic message so nothing internal leaks.
+ */
+import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/platform"
+import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, Option, type Schema } from "effect"
+import { type ApiError, ApiErrors, RateLimited } from "../domain/Errors.js"
+
+export interface ErrorBody {
+  readonly error: string
+  readonly message: string
+}
+
+const snakeCase = (tag: string): string => tag.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase()
+
+export const body = (status: number, code: string, message: string, headers?: Record<string, string>) =>
+  HttpServerResponse.unsafeJson({ error: code, message } satisfies ErrorBody, {
+    status,
+    headers: { "cache-control": "no-store", ...headers },
+  })
+
+const isApiError = (u: unknown): u is ApiError => ApiErrors.some((cls) => u instanceof cls)
+
+export const fromApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
+  const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
+  const headers =
+    error instanceof RateLimited
+      ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
+      : undefined
+  return body(status, snakeCase(error._tag), error.message, headers)
+}
+
+/** Names the offending fields only: decode messages may quote the input, which can be a secret. */
+const decodeMessage = (error: HttpApiDecodeError): string => {
+  const paths = [...new Set(error.issues.map((issue) => issue.path.join(".")).filter((p) => p.length > 0))]
+  return paths.length > 0 ? `invalid request: ${paths.join(", ")}` : "invalid request"
+}
+
+/** Connection-level database failures: the server is down, restarting or unreachable, or sqlite is locked. */
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "57P01",
+  "57P02",
+  "57P03",
+  "SQLITE_BUSY",
+  "SQLITE_LOCKED",
+])
+
+export const isDatabaseUnavailable = (error: SqlError): boolean => {
+  let cause: unknown = error.cause
+  for (let depth = 0; depth < 4 && typeof cause === "object" && cause !== null; depth++) {
+    const code = (cause as { code?: unknown }).code
+    if (typeof code === "string" && (UNAVAILABLE_CODES.has(code) || code.startsWith("08"))) return true
+    const message = (cause as { message?: unknown }).message
+    if (
+      typeof message === "string" &&
+      /Connection terminated|timeout exceeded when trying to connect|Connection timed out/i.test(message)
+    )
+      return true
+    cause = (cause as { cause?: unknown }).cause
+  }
+  return error.message.includes("Failed to acquire connection") || error.message.includes("Connection error")
+}
+
+const requestErrorResponse = (error: HttpServerError.RequestError) => {
+  const text = String((error.cause as { message?: unknown } | undefined)?.message ?? "")
+  return /max(imum)? ?bytes|too large/i.test(text)
+    ? body(413, "payload_too_large", "request body too large")
+    : body(400, "bad_request", "malformed request body")
+}
+
+/** Renders a failed request. Never fails. */
+export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  const failure = Cause.failureOption(cause)
+  const error = Option.isSome(failure) ? failure.value : Option.getOrUndefined(Cause.dieOption(cause))
+  if (error === undefined && Cause.isInterruptedOnly(cause)) {
+    // The client went away; nobody reads this answer.
+    return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+  }
+  if (isApiError(error)) return Effect.succeed(fromApiError(error))
+  if (error instanceof HttpApiDecodeError) return Effect.succeed(body(400, "bad_request", decodeMessage(error)))
+  if (HttpServerError.isServerError(error)) {
+    if (error._tag === "RouteNotFound") return Effect.succeed(body(404, "not_found", "no such route"))
+    if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error))
+  }
+  if (error instanceof SqlError && isDatabaseUnavailable(error)) {
+    return Effect.as(
+      Effect.logWarning("database unavailable", error.message),
+      body(503, "unavailable", "database unavailable", { "retry-after": "1" }),
+    )
+  }
+  return Effect.as(Effect.logError("request failed", cause), body(500, "internal", "internal error"))
+}

@@ -1,0 +1,20 @@
+/** The control plane's HTTP server: the API with its handlers and middleware, on a node:http listener. */
+import { createServer } from "node:http"
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Layer } from "effect"
+import type { ListenAddress } from "../config/ControlPlaneConfig.js"
+import { ControlPlaneApi } from "./Api.js"
+import * as Middleware from "./Middleware.js"
+import { PublicHttpLive } from "./public/PublicHttp.js"
+
+export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(Layer.provide([PublicHttpLive]))
+
+/** Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. */
+export const layer = (address: ListenAddress) =>
+  HttpApiBuilder.serve().pipe(
+    Layer.provide(Middleware.layer),
+    Layer.provide(ApiLive),
+    HttpServer.withLogAddress,
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })),
+  )

@@ -1,0 +1,56 @@
+/**
+ * The control plane in the calling process: real HTTP on an ephemeral loopback port, a real database (sqlite in
+ * memory by default, or any DatabaseConfig such as a postgres schema from TestDatabase), and whatever Clock the
+ * caller runs under, so `TestClock.adjust` drives rotation, leases and retention in tests.
+ *
+ * Public API: integrations can test themselves against a real control plane with it.
+ */
+import { HttpApiClient, HttpServer } from "@effect/platform"
+import { NodeHttpClient } from "@effect/platform-node"
+import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
+import { ControlPlaneApi } from "../http/Api.js"
+import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
+
+export interface ControlPlaneHarness {
+  /** Base URL, `http://127.0.0.1:<port>`. */
+  readonly url: string
+  readonly settings: ControlPlaneConfig.ControlPlaneSettings
+  /** The operator bearer token the harness configured. */
+  readonly adminToken: string
+  /** A typed client of the JSON API. */
+  readonly api: ControlPlaneClient
+  /** The control plane's own services, for assertions that look behind the API. */
+  readonly context: Context.Context<Layer.Layer.Success<ReturnType<typeof ControlPlaneLive.layer>>>
+}
+
+/** A typed HttpApi client of a control plane at `url`, over node:http. */
+export const client = (url: string) =>
+  HttpApiClient.make(ControlPlaneApi, { baseUrl: url }).pipe(Effect.provide(NodeHttpClient.layer))
+
+export type ControlPlaneClient = Effect.Effect.Success<ReturnType<typeof client>>
+
+export type Overrides = Partial<ControlPlaneConfig.ControlPlaneSettings>
+
+export const DEFAULT_ISSUER = "http://127.0.0.1:1/unused-issuer"
+export const DEFAULT_ADMIN_TOKEN = "harness-admin-token"
+
+/** Starts a control plane for the life of the scope. */
+export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarness, unknown, Scope.Scope> =>
+  Effect.gen(function* () {
+    const adminToken = Option.getOrElse(overrides.adminToken ?? Option.none(), () => Redacted.make(DEFAULT_ADMIN_TOKEN))
+    const settings = ControlPlaneConfig.make({
+      issuers: [DEFAULT_ISSUER],
+      database: ControlPlaneConfig.sqliteMemory,
+      ...overrides,
+      bindAddress: overrides.bindAddress ?? { host: "127.0.0.1", port: 0 },
+      adminToken: Option.some(adminToken),
+    })
+    const context = yield* Layer.build(ControlPlaneLive.layer(settings))
+    const server = Context.get(context, HttpServer.HttpServer)
+    const address = server.address
+    if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("control plane is not on TCP")
+    const url = `http://127.0.0.1:${address.port}`
+    const api = yield* client(url)
+    return { url, settings, adminToken: Redacted.value(adminToken), api, context }
+  })

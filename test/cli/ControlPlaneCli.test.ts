@@ -1,0 +1,68 @@
+import { describe, expect, it } from "@effect/vitest"
+import { runBin } from "../support/processes.js"
+
+const lines = (text: string) => text.split("\n").filter((l) => l.trim().length > 0)
+
+describe("mesh-control-plane command line", () => {
+  it("refuses an unknown driver with a one-line reason and a non-zero exit", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--db-driver", "mysql"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toEqual(['--db-driver: "mysql" is not one of sqlite, postgres'])
+  })
+
+  it("refuses a duration that is not Go syntax", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--lease-duration", "banana"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toEqual([
+      '--lease-duration: invalid duration "banana" (use Go syntax such as 30s, 15m, 1h30m, 0)',
+    ])
+  })
+
+  it("refuses a bad duration from the environment too", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer"], { MESH_KEY_GRACE_PERIOD: "soon" })
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toHaveLength(1)
+    expect(result.stderr).toContain("--key-grace-period")
+  })
+
+  it("refuses an unknown flag", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--bogus"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toHaveLength(1)
+  })
+
+  it("requires an issuer", () => {
+    const result = runBin("mesh-control-plane", [], { MESH_OIDC_ISSUER: "" })
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toEqual(["mesh-control-plane: --issuer is required (or MESH_OIDC_ISSUER)"])
+  })
+
+  it("documents every flag of the spec in --help, with defaults and environment variables", () => {
+    const result = runBin("mesh-control-plane", ["--help"])
+    expect(result.status).toBe(0)
+    for (const flag of [
+      "--issuer",
+      "--allowed-audiences",
+      "--oidc-client-id",
+      "--insecure-skip-tls-verify",
+      "--bind-address",
+      "--db-driver",
+      "--db-dsn",
+      "--db-dsn-path",
+      "--admin-token-path",
+      "--auto-approve-enrollment",
+      "--biscuit-ttl",
+      "--oidc-session-ttl",
+      "--key-rotation-interval",
+      "--key-grace-period",
+      "--lease-duration",
+      "--node-retention",
+      "--mesh-reconnect-interval",
+      "--log-level",
+    ]) {
+      expect(result.stdout, flag).toContain(flag)
+    }
+    expect(result.stdout).toContain("Default: 2160h.")
+    expect(result.stdout).toContain("Env: MESH_OIDC_ISSUER.")
+  })
+})

@@ -1,0 +1,39 @@
+import { expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import { describeDatabases } from "../support/databases.js"
+
+describeDatabases("public routes", (db) => {
+  it.scoped("healthz and readyz answer while the database is up", () =>
+    Effect.gen(function* () {
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      expect(yield* cp.api.public.healthz()).toEqual({ status: "ok" })
+      expect(yield* cp.api.public.readyz()).toEqual({ status: "ready" })
+    }),
+  )
+
+  it.scoped("metrics are Prometheus text with runtime and per-route figures", () =>
+    Effect.gen(function* () {
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      yield* Effect.promise(() => fetch(`${cp.url}/no-such-route`))
+      const response = yield* Effect.promise(() => fetch(`${cp.url}/metrics`))
+      expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4")
+      const text = yield* Effect.promise(() => response.text())
+      expect(text).toContain("# TYPE process_resident_memory_bytes gauge")
+      expect(text).toMatch(/^process_resident_memory_bytes \d+/m)
+      expect(text).toContain("# TYPE mesh_control_plane_http_requests_total counter")
+      expect(text).toContain('mesh_control_plane_http_requests_total{code="404",route="unmatched"} 1')
+      expect(text).toMatch(/mesh_control_plane_http_request_duration_seconds_count\{route="unmatched"\} 1/)
+    }),
+  )
+
+  it.scoped("an unknown route answers the one error body", () =>
+    Effect.gen(function* () {
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const response = yield* Effect.promise(() => fetch(`${cp.url}/nope`, { method: "POST", body: "x" }))
+      expect(response.status).toBe(404)
+      expect(response.headers.get("content-type")).toContain("application/json")
+      expect(yield* Effect.promise(() => response.json())).toEqual({ error: "not_found", message: "no such route" })
+    }),
+  )
+})

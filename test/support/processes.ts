@@ -1,0 +1,31 @@
+/** Runs the mesh binaries from source as child processes, as an operator would run the built ones. */
+import { spawnSync } from "node:child_process"
+import { join } from "node:path"
+
+const root = join(import.meta.dirname, "..", "..")
+
+export const binPath = (name: string): string => join(root, "src", "bin", `${name}.ts`)
+
+/** Node arguments that run a TypeScript entry point. */
+export const nodeArgs = (name: string, args: ReadonlyArray<string>): Array<string> => [
+  "--import",
+  "tsx",
+  binPath(name),
+  ...args,
+]
+
+export interface Completed {
+  readonly status: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export const runBin = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Completed => {
+  const result = spawnSync(process.execPath, nodeArgs(name, args), {
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: 60_000,
+  })
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
+}
