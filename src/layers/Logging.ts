@@ -1,11 +1,17 @@
-/** Log output for every mesh process: level from --log-level, JSON lines when LOG_FORMAT=json, logfmt otherwise. */
+/**
+ * Log output for every mesh process: level from --log-level, JSON lines when LOG_FORMAT=json, logfmt otherwise.
+ * Logs go to stderr so that stdout carries only what a command prints as its result.
+ */
 import { Config, Effect, Layer, Logger, type LogLevel } from "effect"
 
 export type LogFormat = "text" | "json"
 
 export const layer = (level: LogLevel.LogLevel, format: LogFormat): Layer.Layer<never> =>
   Layer.merge(
-    Logger.replace(Logger.defaultLogger, format === "json" ? Logger.jsonLogger : Logger.logfmtLogger),
+    Logger.replace(
+      Logger.defaultLogger,
+      Logger.withConsoleError(format === "json" ? Logger.jsonLogger : Logger.logfmtLogger),
+    ),
     Logger.minimumLogLevel(level),
   )
 

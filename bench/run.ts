@@ -1,0 +1,21 @@
+/**
+ * `npm run bench`: runs every benchmark, prints the table and writes bench/results/latest.{md,json}.
+ * `npm run bench -- <name>` runs the benchmarks whose module name contains <name>.
+ */
+import "../src/platform/polyfill.js"
+import { join } from "node:path"
+import type { Entry } from "./lib/report.js"
+import * as Report from "./lib/report.js"
+
+const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Promise<ReadonlyArray<Entry>> }>]> = [
+  ["http-overhead", () => import("./http-overhead.js")],
+]
+
+const filter = process.argv[2]
+const entries: Array<Entry> = []
+for (const [name, load] of benchmarks) {
+  if (filter !== undefined && !name.includes(filter)) continue
+  process.stdout.write(`running ${name}...\n`)
+  entries.push(...(await (await load()).run()))
+}
+process.stdout.write(`\n${Report.write(entries, join(import.meta.dirname, "results"))}`)

@@ -1,0 +1,66 @@
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { nodeArgs } from "../support/processes.js"
+
+const dir = mkdtempSync(join(tmpdir(), "mesh-one-test-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Starts mesh-one on ephemeral ports and resolves with the URLs its banner prints. */
+const startMeshOne = () =>
+  new Promise<{ controlPlane: string; issuer: string; stop: () => Promise<void> }>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      nodeArgs("mesh-one", ["--data-dir", dir, "--port", "0", "--issuer-port", "0"]),
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    )
+    let out = ""
+    child.stdout.on("data", (c: Buffer) => {
+      out += c.toString()
+      const cp = /control plane\s+(http:\/\/\S+)/.exec(out)?.[1]
+      const issuer = /OIDC issuer\s+(http:\/\/\S+)/.exec(out)?.[1]
+      if (cp !== undefined && issuer !== undefined && out.includes("Press Ctrl-C")) {
+        resolve({
+          controlPlane: cp,
+          issuer,
+          stop: () =>
+            new Promise((done) => {
+              child.once("exit", () => done())
+              child.kill("SIGTERM")
+            }),
+        })
+      }
+    })
+    child.once("exit", (code) => reject(new Error(`mesh-one exited with ${code}: ${out}`)))
+  })
+
+describe("mesh-one", () => {
+  it("brings up a control plane whose healthz, readyz and metrics answer, and a development issuer", async () => {
+    const mesh = await startMeshOne()
+    try {
+      expect(await (await fetch(`${mesh.controlPlane}/healthz`)).json()).toEqual({ status: "ok" })
+      expect(await (await fetch(`${mesh.controlPlane}/readyz`)).json()).toEqual({ status: "ready" })
+      expect(await (await fetch(`${mesh.controlPlane}/metrics`)).text()).toContain("process_resident_memory_bytes")
+      const discovery = (await (await fetch(`${mesh.issuer}/.well-known/openid-configuration`)).json()) as {
+        issuer: string
+      }
+      expect(discovery.issuer).toBe(mesh.issuer)
+      const token = await fetch(`${mesh.issuer}/token`, { method: "POST", body: JSON.stringify({ sub: "alice" }) })
+      expect(((await token.json()) as { id_token: string }).id_token.split(".")).toHaveLength(3)
+    } finally {
+      await mesh.stop()
+    }
+    // The admin token is made once, private to its owner, and kept across restarts.
+    const tokenFile = join(dir, "admin-token")
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600)
+    expect(statSync(join(dir, "control-plane.db")).mode & 0o777).toBe(0o600)
+    const first = readFileSync(tokenFile, "utf8")
+    const again = await startMeshOne()
+    await again.stop()
+    expect(readFileSync(tokenFile, "utf8")).toBe(first)
+  })
+})

@@ -1,0 +1,22 @@
+/**
+ * Fails the whole run at once when MESH_TEST_PG_URL names a server that does not answer: postgres suites must run
+ * in CI, never silently skip.
+ */
+import pg from "pg"
+
+export default async function setup(): Promise<void> {
+  const url = process.env.MESH_TEST_PG_URL?.trim()
+  if (url === undefined || url.length === 0) {
+    process.stdout.write("MESH_TEST_PG_URL is not set: postgres suites are skipped.\n")
+    return
+  }
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
+  try {
+    await client.connect()
+    await client.query("SELECT 1")
+  } catch (error) {
+    throw new Error(`MESH_TEST_PG_URL is set but postgres does not answer: ${(error as Error).message}`)
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
