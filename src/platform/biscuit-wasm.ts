@@ -62,7 +62,10 @@ export const {
   PublicKey,
   PrivateKey,
   SignatureAlgorithm,
+  Rule,
+  Fact,
 } = glue
 export type Biscuit = BiscuitModule.Biscuit
 export type PublicKey = BiscuitModule.PublicKey
 export type PrivateKey = BiscuitModule.PrivateKey
+export type Authorizer = BiscuitModule.Authorizer
