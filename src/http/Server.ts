@@ -5,10 +5,11 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "./Api.js"
+import { CredentialsHttpLive } from "./credentials/CredentialsHttp.js"
 import * as Middleware from "./Middleware.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
 
-export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(Layer.provide([PublicHttpLive]))
+export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(Layer.provide([PublicHttpLive, CredentialsHttpLive]))
 
 /** Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. */
 export const layer = (address: ListenAddress) =>

@@ -1,13 +1,15 @@
-/** Routes anyone may call: liveness, readiness and metrics. */
+/** Routes anyone may call: liveness, readiness, metrics and the signing key set. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
+import * as Protobuf from "../Protobuf.js"
 
 export const HealthStatus = Schema.Struct({ status: Schema.Literal("ok", "ready") })
 
 export class PublicApi extends HttpApiGroup.make("public")
   .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(HealthStatus))
   .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(HealthStatus).addError(Unavailable))
+  .add(HttpApiEndpoint.get("keys", "/keys").addSuccess(Protobuf.Body))
   .add(
     HttpApiEndpoint.get("metrics", "/metrics").addSuccess(
       HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }),

@@ -1,15 +1,18 @@
 /** Handlers of the public group. */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
 import { DatabaseHealth } from "../../services/DatabaseHealth.js"
+import { KeyRing } from "../../services/KeyRing.js"
 import { Metrics } from "../../services/Metrics.js"
 import { ControlPlaneApi } from "../Api.js"
+import * as Protobuf from "../Protobuf.js"
 
 export const PublicHttpLive = HttpApiBuilder.group(ControlPlaneApi, "public", (handlers) =>
   Effect.gen(function* () {
     const database = yield* DatabaseHealth
     const metrics = yield* Metrics
+    const keyRing = yield* KeyRing
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
       .handle("readyz", () =>
@@ -20,5 +23,10 @@ export const PublicHttpLive = HttpApiBuilder.group(ControlPlaneApi, "public", (h
         ),
       )
       .handle("metrics", () => Effect.sync(() => metrics.render()))
+      .handle("keys", () =>
+        Effect.map(keyRing.keysBody, (body) =>
+          HttpServerResponse.uint8Array(body, { contentType: Protobuf.CONTENT_TYPE }),
+        ),
+      )
   }),
 )

@@ -5,7 +5,11 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import m0001 from "./0001_control_plane_meta.js"
+import m0002 from "./0002_signing_keys.js"
+import m0003 from "./0003_nodes.js"
 
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_control_plane_meta": m0001,
+  "0002_signing_keys": m0002,
+  "0003_nodes": m0003,
 }

@@ -1,0 +1,88 @@
+/**
+ * CredentialRefresh over Credentials, Nodes and Challenges.
+ *
+ * A credential signed by a retired key cannot be verified; a node with autonomous recovery may still trade it if it
+ * names itself in the body, proves possession of its enrolled key, and presents exactly the credential last issued
+ * to it. The swap of the current credential is one conditional update, so two refreshes with the same credential
+ * (a replay, or a race) yield one new credential and one refusal.
+ */
+import { Clock, Effect, Layer, Option } from "effect"
+import { Forbidden, Unauthorized } from "../domain/Errors.js"
+import { isAdmitted, type Node } from "../domain/Node.js"
+import { Challenges } from "../services/Challenges.js"
+import { CredentialRefresh, messages, type RefreshRequest } from "../services/CredentialRefresh.js"
+import { Credentials, digest, sameDigest } from "../services/Credentials.js"
+import { Nodes } from "../services/Nodes.js"
+
+export const layer = Layer.effect(
+  CredentialRefresh,
+  Effect.gen(function* () {
+    const credentials = yield* Credentials
+    const nodes = yield* Nodes
+    const challenges = yield* Challenges
+
+    const unauthorized = (message: string) => new Unauthorized({ message })
+
+    /** Which node presents this credential, and whether it does so through autonomous recovery. */
+    const identify = (request: RefreshRequest) =>
+      credentials.verify(request.presented, { allowExpired: true }).pipe(
+        Effect.flatMap(({ facts }) =>
+          request.peerId.length > 0 && request.peerId !== facts.peerId
+            ? Effect.fail(unauthorized(messages.peerMismatch))
+            : Effect.succeed({ peerId: facts.peerId, recovering: false }),
+        ),
+        Effect.catchTag("CredentialRejected", (rejected) =>
+          rejected.reason === "unknown_key" && request.peerId.length > 0
+            ? Effect.succeed({ peerId: request.peerId, recovering: true })
+            : Effect.fail(rejected.unauthorized),
+        ),
+      )
+
+    return {
+      refresh: (request) =>
+        Effect.gen(function* () {
+          const { peerId, recovering } = yield* identify(request)
+          const node: Node = yield* nodes
+            .find(peerId)
+            .pipe(
+              Effect.flatMap(
+                Option.match({ onNone: () => Effect.fail(unauthorized(messages.notEnrolled)), onSome: Effect.succeed }),
+              ),
+            )
+          const now = yield* Clock.currentTimeMillis
+          if (node.banned) return yield* new Forbidden({ message: messages.banned })
+          if (!isAdmitted(node, now)) return yield* unauthorized(messages.sessionExpired)
+          yield* challenges.verify({
+            endpoint: "refresh",
+            peerId: node.peerId,
+            publicKey: node.publicKey,
+            unixMs: request.challengeUnixMs,
+            signature: request.challengeSignature,
+          })
+          const presentedDigest = digest(request.presented)
+          if (!sameDigest(presentedDigest, node.credentialDigest)) return yield* unauthorized(messages.superseded)
+          if (recovering && !node.autonomousRecovery) return yield* unauthorized(messages.notOptedIn)
+
+          const minted = yield* credentials.mint({
+            peerId: node.peerId,
+            role: node.role,
+            labels: node.labels,
+            ...(node.identity === undefined ? {} : { identity: node.identity }),
+            ...(node.sessionExpiresAt === undefined ? {} : { notAfterMs: node.sessionExpiresAt }),
+          })
+          const swapped = yield* nodes.rotateCredential({
+            peerId: node.peerId,
+            previousDigest: presentedDigest,
+            digest: minted.digest,
+            expiresAt: minted.expiresAtMs,
+            now,
+          })
+          if (!swapped) return yield* unauthorized(messages.superseded)
+          yield* Effect.logInfo("credential refreshed").pipe(
+            Effect.annotateLogs({ peer_id: node.peerId, recovery: recovering, expires_at: minted.expiresAtMs }),
+          )
+          return minted
+        }).pipe(Effect.withSpan("CredentialRefresh.refresh")),
+    }
+  }),
+)

@@ -1,0 +1,86 @@
+/**
+ * A protobuf client of the control plane's mesh routes, as a node or router speaks them: every request signed with
+ * the peer's key for proof of possession. Public test support, and the reference for what a mesh component sends.
+ */
+import {
+  create,
+  type DescMessage,
+  fromBinary,
+  type MessageInitShape,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf"
+import { Clock, Effect } from "effect"
+import * as Biscuit from "../crypto/Biscuit.js"
+import * as Challenge from "../domain/Challenge.js"
+import { TokenRefreshRequestSchema, TokenRefreshResponseSchema } from "../gen/mesh_pb.js"
+
+export interface Peer {
+  readonly peerId: string
+  readonly seed: Uint8Array
+  readonly publicKey: Uint8Array
+}
+
+export interface Answer {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: Uint8Array
+}
+
+/** The JSON error body of a failed answer. */
+export const errorOf = (answer: Answer): { readonly error: string; readonly message: string } =>
+  JSON.parse(new TextDecoder().decode(answer.body))
+
+export const request = (url: string, init: RequestInit = {}): Effect.Effect<Answer> =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    return { status: response.status, headers: response.headers, body: new Uint8Array(await response.arrayBuffer()) }
+  })
+
+export const postProto = <Desc extends DescMessage>(
+  url: string,
+  schema: Desc,
+  message: MessageInitShape<Desc>,
+  headers: Record<string, string> = {},
+) =>
+  request(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-protobuf", ...headers },
+    body: Buffer.from(toBinary(schema, create(schema, message))),
+  })
+
+/** Decodes a 200 answer, failing the test with the error body otherwise. */
+export const expectProto = <Desc extends DescMessage>(
+  schema: Desc,
+  answer: Answer,
+): Effect.Effect<MessageShape<Desc>> =>
+  answer.status === 200
+    ? Effect.sync(() => fromBinary(schema, answer.body))
+    : Effect.dieMessage(`expected 200, got ${answer.status}: ${new TextDecoder().decode(answer.body)}`)
+
+/** A proof of possession for `endpoint`, timestamped by the caller's clock (or `atMs`). */
+export const challenge = (peer: Peer, endpoint: Challenge.Endpoint, atMs?: number) =>
+  Effect.map(Clock.currentTimeMillis, (now) => {
+    const unixMs = BigInt(atMs ?? now)
+    return { challengeUnixMs: unixMs, challengeSignature: Challenge.sign(peer.seed, endpoint, peer.peerId, unixMs) }
+  })
+
+/** POST /refresh with `credential` as bearer. */
+export const refresh = (
+  baseUrl: string,
+  peer: Peer,
+  credential: Uint8Array,
+  options: { readonly atMs?: number } = {},
+) =>
+  Effect.flatMap(challenge(peer, "refresh", options.atMs), (proof) =>
+    postProto(
+      `${baseUrl}/refresh`,
+      TokenRefreshRequestSchema,
+      { ...proof, peerId: peer.peerId },
+      {
+        authorization: `Bearer ${Biscuit.toText(credential)}`,
+      },
+    ),
+  )
+
+export const decodeRefresh = (answer: Answer) => expectProto(TokenRefreshResponseSchema, answer)

@@ -1,0 +1,70 @@
+import { expect, it } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as MeshClient from "../../src/testing/MeshClient.js"
+import { describeDatabases } from "../support/databases.js"
+import { eventually } from "../support/eventually.js"
+import { listKeys } from "../support/keys.js"
+import { enrollDirectly } from "../support/nodes.js"
+
+const T0 = Date.parse("2026-06-01T00:00:00Z")
+
+describeDatabases("signing key rotation", (db) => {
+  it.scoped("a new key every interval; the old one is served through the grace period, then gone", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({
+        database: yield* db.fresh,
+        keyRotationInterval: Duration.hours(24),
+        keyGracePeriod: Duration.hours(1),
+        biscuitTtl: Duration.hours(48),
+      })
+      const [first] = yield* listKeys(cp.url)
+      expect(yield* listKeys(cp.url)).toHaveLength(1)
+
+      const plain = yield* enrollDirectly(cp)
+      const recovering = yield* enrollDirectly(cp, { autonomousRecovery: true })
+
+      yield* TestClock.adjust(Duration.hours(24))
+      const rotated = yield* eventually(listKeys(cp.url), (keys) => keys.length === 2, {
+        what: "two keys after one interval",
+      })
+      expect(rotated[0]).toEqual(first)
+
+      // During the grace period credentials signed by the old key still refresh.
+      const stillFine = yield* enrollDirectly(cp)
+      yield* TestClock.adjust(Duration.minutes(59))
+      expect(yield* listKeys(cp.url)).toHaveLength(2)
+
+      yield* TestClock.adjust(Duration.minutes(2))
+      const after = yield* eventually(listKeys(cp.url), (keys) => keys.length === 1, { what: "old key gone" })
+      expect(after[0]?.id).not.toBe(first?.id)
+
+      // The old key is retired: its credentials neither verify nor refresh...
+      const refused = yield* MeshClient.refresh(cp.url, plain.peer, plain.credential)
+      expect(refused.status).toBe(401)
+      expect(MeshClient.errorOf(refused)).toEqual({
+        error: "unauthorized",
+        message: "credential is signed by a retired key and the node is not opted in to autonomous recovery",
+      })
+      // ...except for a node opted in to autonomous recovery, which proves possession of its key instead.
+      const recovered = yield* MeshClient.refresh(cp.url, recovering.peer, recovering.credential)
+      const fresh = yield* MeshClient.decodeRefresh(recovered)
+      const again = yield* MeshClient.refresh(cp.url, recovering.peer, fresh.biscuitToken)
+      expect(again.status).toBe(200)
+      // A credential minted under the new key is unaffected.
+      expect((yield* MeshClient.refresh(cp.url, stillFine.peer, stillFine.credential)).status).toBe(200)
+    }),
+  )
+
+  it.scoped("rotation 0 keeps one key forever", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh, keyRotationInterval: Duration.zero })
+      const before = yield* listKeys(cp.url)
+      yield* TestClock.adjust(Duration.hours(24 * 10))
+      yield* TestClock.adjust(Duration.minutes(5))
+      expect(yield* listKeys(cp.url)).toEqual(before)
+    }),
+  )
+})

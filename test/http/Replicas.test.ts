@@ -1,0 +1,43 @@
+import { SqlClient } from "@effect/sql"
+import { expect, it } from "@effect/vitest"
+import { Context, Duration, Effect, TestClock } from "effect"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as TestDatabase from "../../src/testing/TestDatabase.js"
+import { describePostgres } from "../support/databases.js"
+import { eventually } from "../support/eventually.js"
+import { listKeys } from "../support/keys.js"
+
+const T0 = Date.parse("2026-06-01T00:00:00Z")
+
+describePostgres("two control planes on one database", (url) => {
+  it.scoped("rotate exactly once per interval and serve the same key set", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const database = yield* TestDatabase.postgresSchema(url)
+      const settings = { database, keyRotationInterval: Duration.hours(24), keyGracePeriod: Duration.hours(1) }
+      const [a, b] = yield* Effect.all([Harness.make(settings), Harness.make(settings)], { concurrency: 2 })
+      if (a === undefined || b === undefined) return
+
+      const sameKeys = Effect.zip(listKeys(a.url), listKeys(b.url))
+      const [startA, startB] = yield* sameKeys
+      expect(startA).toHaveLength(1)
+      expect(startB).toEqual(startA)
+
+      for (let interval = 1; interval <= 3; interval++) {
+        yield* TestClock.adjust(Duration.hours(24))
+        const [keysA, keysB] = yield* eventually(
+          sameKeys,
+          ([ka, kb]) => ka.length === 2 && kb.length === 2 && ka[1]?.id === kb[1]?.id,
+          { what: `both replicas see rotation ${interval}` },
+        )
+        expect(keysB).toEqual(keysA)
+      }
+      const sql = Context.get(a.context, SqlClient.SqlClient)
+      const [made] = yield* sql<{ n: number }>`SELECT MAX(id) - MIN(id) + 1 AS n FROM signing_keys`.pipe(
+        Effect.zipRight(sql<{ n: number }>`SELECT MAX(id) AS n FROM signing_keys`),
+      )
+      // Ids are a sequence: four keys made in all, the first and one per interval.
+      expect(made?.n).toBe(startA[0] === undefined ? -1 : startA[0].id + 3)
+    }),
+  )
+})
