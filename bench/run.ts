@@ -3,12 +3,14 @@
  * `npm run bench -- <name>` runs the benchmarks whose module name contains <name>.
  */
 import "../src/platform/polyfill.js"
+import "../src/platform/biscuit-wasm.js"
 import { join } from "node:path"
 import type { Entry } from "./lib/report.js"
 import * as Report from "./lib/report.js"
 
 const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Promise<ReadonlyArray<Entry>> }>]> = [
   ["http-overhead", () => import("./http-overhead.js")],
+  ["refresh", () => import("./refresh.js")],
 ]
 
 const filter = process.argv[2]

@@ -16,7 +16,10 @@ export const start = async (
   readyUrl: string,
   env: NodeJS.ProcessEnv = {},
 ): Promise<Child> => {
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, script), ...args], {
+  // BENCH_PROFILE_DIR=<dir> writes a CPU profile of each server, to find where a request's time goes.
+  const profile = process.env.BENCH_PROFILE_DIR
+  const execArgv = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
+  const child = spawn(process.execPath, [...execArgv, "--import", "tsx", join(root, script), ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
