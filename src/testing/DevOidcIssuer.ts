@@ -15,7 +15,7 @@ export interface IdTokenClaims {
   readonly aud?: string | ReadonlyArray<string>
   readonly email?: string
   readonly email_verified?: boolean
-  readonly groups?: ReadonlyArray<string>
+  readonly groups?: string | ReadonlyArray<string>
   readonly [claim: string]: unknown
 }
 
@@ -37,6 +37,8 @@ export interface DevOidcIssuer {
   readonly rotateKey: Effect.Effect<void>
   /** The private signing keys, for persisting a development issuer across restarts. */
   readonly exportKeys: Effect.Effect<ReadonlyArray<JWK>>
+  /** How many times the JWKS has been served, to test that verifiers cache it. */
+  readonly jwksFetches: Effect.Effect<number>
 }
 
 export interface Options {
@@ -98,6 +100,7 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
     const foreign = yield* Effect.promise(newKey)
     const defaultAudience = options.defaultAudience ?? "mesh-mesh-audience"
     let url = ""
+    let jwksFetches = 0
 
     const sign = (claims: IdTokenClaims, opts: MintOptions, nowSeconds: number) =>
       Effect.promise(async () => {
@@ -129,6 +132,7 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
         })
       }
       if (req.method === "GET" && path === "/jwks") {
+        jwksFetches++
         return send(res, 200, { keys: keys.map((k) => k.publicJwk) })
       }
       if (req.method === "POST" && path === "/token") {
@@ -172,5 +176,6 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
         keys.push(await newKey())
       }),
       exportKeys: Effect.sync(() => keys.map((k) => k.privateJwk)),
+      jwksFetches: Effect.sync(() => jwksFetches),
     }
   })

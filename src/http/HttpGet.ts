@@ -1,0 +1,82 @@
+/**
+ * GET a small JSON document over node:http / node:https: the control plane's outbound HTTP (OIDC discovery and JWKS).
+ * Our own client rather than global fetch so TLS verification can be switched off (`--insecure-skip-tls-verify`) and
+ * the body is capped while it streams in. The timeout runs on Effect's Clock, like every other deadline.
+ */
+import * as http from "node:http"
+import * as https from "node:https"
+import { Data, Duration, Effect } from "effect"
+
+/** Why a GET failed; `reason` is short and safe to show (no body, no headers). */
+export class HttpGetError extends Data.TaggedError("HttpGetError")<{ readonly reason: string }> {}
+
+export interface Options {
+  readonly insecureSkipTlsVerify?: boolean
+  /** Default 5 s, connect to last byte. */
+  readonly timeout?: Duration.DurationInput
+  /** Default 1 MiB. */
+  readonly maxBytes?: number
+}
+
+const fail = (reason: string) => Effect.fail(new HttpGetError({ reason }))
+
+const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number) =>
+  Effect.async<string, HttpGetError>((resume) => {
+    // Node may report one failure twice (a destroyed request also errors); only the first answer counts.
+    let done = false
+    const finish = (result: Effect.Effect<string, HttpGetError>) => {
+      if (done) return
+      done = true
+      resume(result)
+    }
+    const onResponse = (res: http.IncomingMessage) => {
+      if (res.statusCode !== 200) {
+        res.resume()
+        return finish(fail(`HTTP status ${res.statusCode ?? "unknown"}`))
+      }
+      if (Number(res.headers["content-length"] ?? 0) > maxBytes) {
+        req.destroy()
+        return finish(fail("response larger than allowed"))
+      }
+      const chunks: Array<Buffer> = []
+      let size = 0
+      res.on("data", (chunk: Buffer) => {
+        size += chunk.length
+        if (size > maxBytes) {
+          req.destroy()
+          finish(fail("response larger than allowed"))
+        } else chunks.push(chunk)
+      })
+      res.on("end", () => finish(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+      res.on("error", () => finish(fail("connection lost")))
+    }
+    const headers = { accept: "application/json" }
+    const req =
+      target.protocol === "https:"
+        ? https.get(target, { headers, rejectUnauthorized: !insecureSkipTlsVerify }, onResponse)
+        : http.get(target, { headers }, onResponse)
+    req.on("error", (error: NodeJS.ErrnoException) =>
+      finish(fail(`connection failed${error.code === undefined ? "" : ` (${error.code})`}`)),
+    )
+    // Interrupted (the timeout, or the caller went away): drop the socket.
+    return Effect.sync(() => req.destroy())
+  })
+
+/** GETs `url` and parses the 200 answer as JSON; anything else is an `HttpGetError`. */
+export const getJson = (url: string, options: Options = {}): Effect.Effect<unknown, HttpGetError> =>
+  Effect.gen(function* () {
+    const target = URL.canParse(url) ? new URL(url) : undefined
+    if (target === undefined || (target.protocol !== "http:" && target.protocol !== "https:")) {
+      return yield* fail("not an http(s) URL")
+    }
+    const text = yield* getText(target, options.insecureSkipTlsVerify ?? false, options.maxBytes ?? 1024 * 1024).pipe(
+      Effect.timeoutFail({
+        duration: options.timeout ?? Duration.seconds(5),
+        onTimeout: () => new HttpGetError({ reason: "timed out" }),
+      }),
+    )
+    return yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: () => new HttpGetError({ reason: "response is not JSON" }),
+    })
+  })
