@@ -2,7 +2,7 @@
  * The middleware around every control-plane route: renders failures into the one error body, and counts and times
  * each request by route pattern and status for /metrics.
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect } from "effect"
 import { LATENCY_BUCKETS, Metrics } from "../services/Metrics.js"
 import { ControlPlaneApi } from "./Api.js"
@@ -29,8 +29,16 @@ export const layer = HttpApiBuilder.middleware(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
-        const response = yield* Effect.catchAllCause(app, ErrorResponse.fromCause)
-        const route = routeOf(request.method, pathname(request.url))
+        const path = pathname(request.url)
+        let response = yield* Effect.catchAllCause(app, ErrorResponse.fromCause)
+        // Operator and user answers carry secrets (token values) or personal data: never cache them.
+        if (
+          (path.startsWith("/admin/") || path.startsWith("/user/")) &&
+          response.headers["cache-control"] === undefined
+        ) {
+          response = HttpServerResponse.setHeader(response, "cache-control", "no-store")
+        }
+        const route = routeOf(request.method, path)
         if (!UNCOUNTED.has(route)) {
           const elapsed = Number((yield* Clock.currentTimeNanos) - started) / 1e9
           requests.inc({ route, code: String(response.status) })

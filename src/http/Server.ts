@@ -5,11 +5,27 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "./Api.js"
+import { AdminHttpLive } from "./admin/AdminHttp.js"
+import { AdminAuthLive } from "./auth/AdminAuth.js"
+import { UserAuthLive } from "./auth/UserAuth.js"
 import { CredentialsHttpLive } from "./credentials/CredentialsHttp.js"
+import { EnrollmentHttpLive } from "./enrollment/EnrollmentHttp.js"
 import * as Middleware from "./Middleware.js"
+import { PoliciesHttpLive } from "./policies/PoliciesHttp.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
+import { UserHttpLive } from "./user/UserHttp.js"
 
-export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(Layer.provide([PublicHttpLive, CredentialsHttpLive]))
+export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
+  Layer.provide([
+    PublicHttpLive,
+    EnrollmentHttpLive,
+    CredentialsHttpLive,
+    PoliciesHttpLive,
+    AdminHttpLive,
+    UserHttpLive,
+  ]),
+  Layer.provide([AdminAuthLive, UserAuthLive]),
+)
 
 /** Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. */
 export const layer = (address: ListenAddress) =>

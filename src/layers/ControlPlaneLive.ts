@@ -5,15 +5,23 @@
 import { Layer } from "effect"
 import { ControlPlaneConfig, type ControlPlaneSettings } from "../config/ControlPlaneConfig.js"
 import * as Server from "../http/Server.js"
+import * as BansLive from "./BansLive.js"
+import * as BootstrapTokensLive from "./BootstrapTokensLive.js"
 import * as ChallengesLive from "./ChallengesLive.js"
 import * as CredentialRefreshLive from "./CredentialRefreshLive.js"
 import * as CredentialsLive from "./CredentialsLive.js"
 import * as DatabaseHealthLive from "./DatabaseHealthLive.js"
+import * as EnrollmentLive from "./EnrollmentLive.js"
+import * as EnrollmentRequestsLive from "./EnrollmentRequestsLive.js"
 import * as KeyRingLive from "./KeyRingLive.js"
 import * as MetricsLive from "./metrics/MetricsLive.js"
 import * as NodesLive from "./NodesLive.js"
+import * as OidcLive from "./OidcLive.js"
+import * as PolicyLive from "./PolicyLive.js"
+import * as RegistrationLive from "./RegistrationLive.js"
 import * as Migrations from "./sql/Migrations.js"
 import * as SqlLive from "./sql/SqlLive.js"
+import * as UsersLive from "./UsersLive.js"
 
 /** The SqlClient, migrated. */
 export const database = (settings: ControlPlaneSettings) =>
@@ -21,8 +29,20 @@ export const database = (settings: ControlPlaneSettings) =>
 
 /** Every capability of the control plane, without the HTTP server; each layer sees those listed before it. */
 export const services = (settings: ControlPlaneSettings) =>
-  Layer.mergeAll(CredentialRefreshLive.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(CredentialsLive.layer, NodesLive.layer, ChallengesLive.layer)),
+  Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        CredentialsLive.layer,
+        NodesLive.layer,
+        ChallengesLive.layer,
+        PolicyLive.layer,
+        BansLive.layer,
+        UsersLive.layer,
+        BootstrapTokensLive.layer,
+        EnrollmentRequestsLive.layer,
+        OidcLive.layer,
+      ),
+    ),
     Layer.provideMerge(Layer.mergeAll(KeyRingLive.layer, DatabaseHealthLive.layer, MetricsLive.layer)),
     Layer.provideMerge(database(settings)),
     Layer.provideMerge(Layer.succeed(ControlPlaneConfig, settings)),

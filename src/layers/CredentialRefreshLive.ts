@@ -8,11 +8,14 @@
  */
 import { Clock, Effect, Layer, Option } from "effect"
 import { Forbidden, Unauthorized } from "../domain/Errors.js"
-import { isAdmitted, type Node } from "../domain/Node.js"
+import { identityKey, isAdmitted, type Node } from "../domain/Node.js"
+import * as PolicyRules from "../domain/Policy.js"
+import { Bans } from "../services/Bans.js"
 import { Challenges } from "../services/Challenges.js"
 import { CredentialRefresh, messages, type RefreshRequest } from "../services/CredentialRefresh.js"
 import { Credentials, digest, sameDigest } from "../services/Credentials.js"
 import { Nodes } from "../services/Nodes.js"
+import { Policy } from "../services/Policy.js"
 
 export const layer = Layer.effect(
   CredentialRefresh,
@@ -20,8 +23,23 @@ export const layer = Layer.effect(
     const credentials = yield* Credentials
     const nodes = yield* Nodes
     const challenges = yield* Challenges
+    const policy = yield* Policy
+    const bans = yield* Bans
 
     const unauthorized = (message: string) => new Unauthorized({ message })
+
+    /** An OIDC node keeps its role only while its identity is unbanned and the policy still binds the role to it. */
+    const stillEntitled = (node: Node) =>
+      Effect.gen(function* () {
+        const identity = node.identity
+        if (identity === undefined) return
+        if (yield* bans.isIdentityBanned(identityKey(identity)))
+          return yield* new Forbidden({ message: messages.identityBanned })
+        const { document } = yield* policy.current
+        if (!PolicyRules.rolesOf(document, { peerId: node.peerId, ...identity }).has(node.role)) {
+          return yield* new Forbidden({ message: `role "${node.role}" is no longer bound to this identity` })
+        }
+      })
 
     /** Which node presents this credential, and whether it does so through autonomous recovery. */
     const identify = (request: RefreshRequest) =>
@@ -62,6 +80,7 @@ export const layer = Layer.effect(
           const presentedDigest = digest(request.presented)
           if (!sameDigest(presentedDigest, node.credentialDigest)) return yield* unauthorized(messages.superseded)
           if (recovering && !node.autonomousRecovery) return yield* unauthorized(messages.notOptedIn)
+          if (node.identity !== undefined) yield* stillEntitled(node)
 
           const minted = yield* credentials.mint({
             peerId: node.peerId,

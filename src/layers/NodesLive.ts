@@ -56,7 +56,21 @@ export const layer = Layer.effect(
       execute: (peerId) => sql`SELECT ${sql.literal(COLUMNS)} FROM nodes WHERE peer_id = ${peerId}`,
     })
 
+    const all = SqlSchema.findAll({
+      Request: Schema.NullOr(Schema.String),
+      Result: NodeRow,
+      execute: (owner) =>
+        owner === null
+          ? sql`SELECT ${sql.literal(COLUMNS)} FROM nodes ORDER BY enrolled_at DESC, peer_id`
+          : sql`SELECT ${sql.literal(COLUMNS)} FROM nodes WHERE owner_id = ${owner} ORDER BY enrolled_at DESC, peer_id`,
+    })
+
     return {
+      list: (filter = {}) =>
+        all(filter.ownerId ?? null).pipe(
+          Effect.map((rows) => rows.map(toNode)),
+          Effect.orDie,
+        ),
       find: (peerId) => findOne(peerId).pipe(Effect.map(Option.map(toNode)), Effect.orDie),
 
       save: (node) => {

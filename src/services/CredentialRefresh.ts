@@ -27,6 +27,7 @@ export class CredentialRefresh extends Context.Tag("mesh/CredentialRefresh")<
 export const messages = {
   notEnrolled: "node is not enrolled",
   banned: "node is banned",
+  identityBanned: "identity is banned",
   sessionExpired: "session expired; enroll again interactively",
   superseded: "credential was already refreshed; enroll again",
   peerMismatch: "peer_id does not match the credential",

@@ -13,6 +13,8 @@ export interface CredentialRotation {
 
 export interface NodesService {
   readonly find: (peerId: string) => Effect.Effect<Option.Option<Node>>
+  /** Nodes, optionally only those owned by one user (identity key). */
+  readonly list: (filter?: { readonly ownerId?: string }) => Effect.Effect<ReadonlyArray<Node>>
   /** Creates the record, or replaces it when the peer enrolls again. */
   readonly save: (node: Node) => Effect.Effect<void>
   /** Atomically replaces the current credential; false when it was already replaced (a replay or a race). */

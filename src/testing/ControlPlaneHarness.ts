@@ -5,7 +5,7 @@
  *
  * Public API: integrations can test themselves against a real control plane with it.
  */
-import { HttpApiClient, HttpServer } from "@effect/platform"
+import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
@@ -18,15 +18,20 @@ export interface ControlPlaneHarness {
   readonly settings: ControlPlaneConfig.ControlPlaneSettings
   /** The operator bearer token the harness configured. */
   readonly adminToken: string
-  /** A typed client of the JSON API. */
+  /** A typed client of the JSON API, authenticated as the operator (admin token). */
   readonly api: ControlPlaneClient
+  /** A typed client authenticated with another bearer (an ID token for the user API, a wrong token). */
+  readonly as: (bearer: string) => Effect.Effect<ControlPlaneClient>
   /** The control plane's own services, for assertions that look behind the API. */
   readonly context: Context.Context<Layer.Layer.Success<ReturnType<typeof ControlPlaneLive.layer>>>
 }
 
-/** A typed HttpApi client of a control plane at `url`, over node:http. */
-export const client = (url: string) =>
-  HttpApiClient.make(ControlPlaneApi, { baseUrl: url }).pipe(Effect.provide(NodeHttpClient.layer))
+/** A typed HttpApi client of a control plane at `url`, over node:http, sending `bearer` when given. */
+export const client = (url: string, bearer?: string) =>
+  HttpApiClient.make(ControlPlaneApi, {
+    baseUrl: url,
+    ...(bearer === undefined ? {} : { transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(bearer)) }),
+  }).pipe(Effect.provide(NodeHttpClient.layer))
 
 export type ControlPlaneClient = Effect.Effect.Success<ReturnType<typeof client>>
 
@@ -51,6 +56,6 @@ export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarne
     const address = server.address
     if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("control plane is not on TCP")
     const url = `http://127.0.0.1:${address.port}`
-    const api = yield* client(url)
-    return { url, settings, adminToken: Redacted.value(adminToken), api, context }
+    const api = yield* client(url, Redacted.value(adminToken))
+    return { url, settings, adminToken: Redacted.value(adminToken), api, as: (bearer) => client(url, bearer), context }
   })

@@ -13,7 +13,15 @@ import {
 import { Clock, Effect } from "effect"
 import * as Biscuit from "../crypto/Biscuit.js"
 import * as Challenge from "../domain/Challenge.js"
-import { TokenRefreshRequestSchema, TokenRefreshResponseSchema } from "../gen/mesh_pb.js"
+import * as PeerKey from "../domain/PeerKey.js"
+import {
+  BootstrapEnrollRequestSchema,
+  BootstrapEnrollResponseSchema,
+  EnrollRequestSchema,
+  EnrollResponseSchema,
+  TokenRefreshRequestSchema,
+  TokenRefreshResponseSchema,
+} from "../gen/mesh_pb.js"
 
 export interface Peer {
   readonly peerId: string
@@ -84,3 +92,71 @@ export const refresh = (
   )
 
 export const decodeRefresh = (answer: Answer) => expectProto(TokenRefreshResponseSchema, answer)
+
+export interface EnrollOptions {
+  readonly role?: string
+  readonly labels?: Record<string, string>
+  readonly atMs?: number
+}
+
+/** POST /enroll with a bootstrap token. */
+export const enroll = (baseUrl: string, peer: Peer, bootstrapToken: string, options: EnrollOptions = {}) =>
+  Effect.flatMap(challenge(peer, "enroll", options.atMs), (proof) =>
+    postProto(`${baseUrl}/enroll`, BootstrapEnrollRequestSchema, {
+      ...proof,
+      bootstrapToken,
+      peerId: peer.peerId,
+      publicKey: PeerKey.toProtobuf(peer.publicKey),
+      requestedRole: options.role ?? "",
+      labels: options.labels ?? {},
+    }),
+  )
+
+export const decodeEnroll = (answer: Answer) => expectProto(BootstrapEnrollResponseSchema, answer)
+
+/** GET /enroll/status with the challenge in headers; `signAs` signs with another key (to test refusals). */
+export const enrollStatus = (
+  baseUrl: string,
+  peer: Peer,
+  options: { readonly atMs?: number; readonly signAs?: Uint8Array } = {},
+) =>
+  Effect.flatMap(challenge({ ...peer, seed: options.signAs ?? peer.seed }, "enroll-status", options.atMs), (proof) =>
+    request(`${baseUrl}/enroll/status?peer_id=${encodeURIComponent(peer.peerId)}`, {
+      headers: {
+        "x-mesh-challenge-ts": String(proof.challengeUnixMs),
+        "x-mesh-challenge-sig": Challenge.toHeader(proof.challengeSignature),
+      },
+    }),
+  )
+
+/** POST /register with an OIDC ID token. */
+export const register = (baseUrl: string, peer: Peer, idToken: string, options: EnrollOptions = {}) =>
+  Effect.flatMap(challenge(peer, "register", options.atMs), (proof) =>
+    postProto(`${baseUrl}/register`, EnrollRequestSchema, {
+      ...proof,
+      jwt: idToken,
+      peerId: peer.peerId,
+      publicKey: PeerKey.toProtobuf(peer.publicKey),
+      requestedRole: options.role ?? "mesh:role:node",
+      labels: options.labels ?? {},
+    }),
+  )
+
+export const decodeRegister = (answer: Answer) => expectProto(EnrollResponseSchema, answer)
+
+/** JSON call to the operator or user API with a bearer token. */
+export const json = (baseUrl: string, method: string, path: string, bearer: string, body?: unknown) =>
+  Effect.map(
+    request(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${bearer}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    }),
+    (answer) => ({
+      ...answer,
+      json: answer.body.length === 0 ? undefined : (JSON.parse(new TextDecoder().decode(answer.body)) as unknown),
+    }),
+  )

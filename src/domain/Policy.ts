@@ -1,0 +1,175 @@
+/**
+ * The mesh policy: roles (what a holder may carry and reach) and bindings (which identities hold which role).
+ * Replaced as a whole; validated before it is stored. Pure rules only: storage is the Policy service's.
+ *
+ * Members: `mesh:system:authenticated` (any authenticated identity), `node:<peer_id>`, and `user:`, `email:` or
+ * `group:` followed by a value that may carry one leading or trailing `*`.
+ */
+import { Either } from "effect"
+import { isSafeTerm } from "../crypto/Biscuit.js"
+import * as Labels from "./Labels.js"
+
+export interface Role {
+  readonly name: string
+  readonly description: string
+  readonly allowedTargets: ReadonlyArray<string>
+  readonly allowedServices: ReadonlyArray<string>
+  readonly allowedLabels: ReadonlyArray<string>
+}
+
+export interface Binding {
+  readonly role: string
+  readonly members: ReadonlyArray<string>
+}
+
+export interface Document {
+  readonly roles: ReadonlyArray<Role>
+  readonly bindings: ReadonlyArray<Binding>
+}
+
+export const empty: Document = { roles: [], bindings: [] }
+
+export const NODE_ROLE = "mesh:role:node"
+export const ROUTER_ROLE = "mesh:role:router"
+export const ADMIN_ROLE = "mesh:role:admin"
+export const AUTHENTICATED = "mesh:system:authenticated"
+
+/** Who asks for a role: a peer, and for OIDC enrollments the identity behind it. */
+export interface Subject {
+  readonly peerId?: string
+  readonly subject?: string
+  readonly email?: string
+  readonly groups?: ReadonlyArray<string>
+}
+
+const MEMBER_PREFIXES = ["node", "user", "email", "group"] as const
+const TARGET_FACTS = new Set(["node", "user", "email", "group", "*"])
+const SERVICE = /^[a-z][a-z0-9+.-]*:\/\/(\*|\*\.[A-Za-z0-9._-]+|[A-Za-z0-9._-]+(\.\*)?)(\/[A-Za-z0-9._~/-]*)?$/
+
+const checkName = (name: string): string | undefined =>
+  name.length === 0
+    ? "role name is empty"
+    : name.length > 255 || !isSafeTerm(name)
+      ? `role name "${name.slice(0, 64)}" holds a forbidden character`
+      : undefined
+
+const checkMember = (member: string): string | undefined => {
+  if (member === AUTHENTICATED) return undefined
+  const colon = member.indexOf(":")
+  const prefix = member.slice(0, colon)
+  const value = member.slice(colon + 1)
+  if (colon <= 0 || !(MEMBER_PREFIXES as ReadonlyArray<string>).includes(prefix)) {
+    return `member "${member}" must be ${AUTHENTICATED} or start with node:, user:, email: or group:`
+  }
+  if (value.length === 0 || value === "*") return `member "${member}" has no value`
+  if (!isSafeTerm(value)) return `member "${member}" holds a forbidden character`
+  const stars = value.split("*").length - 1
+  if (stars > 1 || (stars === 1 && !value.startsWith("*") && !value.endsWith("*"))) {
+    return `member "${member}" may carry one leading or trailing * only`
+  }
+  if (prefix === "node" && stars > 0) return `member "${member}": node members take no wildcard`
+  return undefined
+}
+
+/** Checks the whole document; the first problem found is the reason. */
+export const validate = (doc: Document): Either.Either<Document, string> => {
+  const names = new Set<string>()
+  for (const role of doc.roles) {
+    const bad = checkName(role.name)
+    if (bad !== undefined) return Either.left(bad)
+    if (names.has(role.name)) return Either.left(`role "${role.name}" is defined twice`)
+    names.add(role.name)
+    for (const s of role.allowedServices) {
+      if (s !== "*" && !SERVICE.test(s))
+        return Either.left(`role "${role.name}": service "${s}" is not * or type://name`)
+    }
+    for (const t of role.allowedTargets) {
+      const fact = t.slice(0, t.indexOf(":"))
+      if (t !== "*" && (!TARGET_FACTS.has(fact) || t.length <= fact.length + 1 || !isSafeTerm(t))) {
+        return Either.left(`role "${role.name}": target "${t}" is not * or fact:value`)
+      }
+    }
+    for (const l of role.allowedLabels) {
+      if (!Labels.isPattern(l))
+        return Either.left(`role "${role.name}": allowed label "${l}" is not *, key=* or key=value`)
+    }
+  }
+  for (const binding of doc.bindings) {
+    if (!names.has(binding.role)) return Either.left(`binding names undefined role "${binding.role}"`)
+    if (binding.members.length === 0) return Either.left(`binding of role "${binding.role}" has no members`)
+    for (const member of binding.members) {
+      const bad = checkMember(member)
+      if (bad !== undefined) return Either.left(bad)
+    }
+  }
+  return Either.right(doc)
+}
+
+const matchValue = (pattern: string, value: string): boolean =>
+  pattern.startsWith("*")
+    ? value.endsWith(pattern.slice(1))
+    : pattern.endsWith("*")
+      ? value.startsWith(pattern.slice(0, -1))
+      : value === pattern
+
+/** Whether one binding member names the subject. */
+export const memberMatches = (member: string, who: Subject): boolean => {
+  if (member === AUTHENTICATED) return true
+  const colon = member.indexOf(":")
+  const prefix = member.slice(0, colon)
+  const pattern = member.slice(colon + 1)
+  switch (prefix) {
+    case "node":
+      return who.peerId === pattern
+    case "user":
+      return who.subject !== undefined && matchValue(pattern, who.subject)
+    case "email":
+      return who.email !== undefined && matchValue(pattern, who.email)
+    case "group":
+      return (who.groups ?? []).some((g) => matchValue(pattern, g))
+    default:
+      return false
+  }
+}
+
+/** Every role the policy binds to the subject. */
+export const rolesOf = (doc: Document, who: Subject): ReadonlySet<string> =>
+  new Set(doc.bindings.filter((b) => b.members.some((m) => memberMatches(m, who))).map((b) => b.role))
+
+/** Union of the `allowed_labels` of the given roles; a role absent from the policy allows none. */
+export const allowedLabels = (doc: Document, roles: Iterable<string>): ReadonlyArray<string> => {
+  const wanted = new Set(roles)
+  return doc.roles.filter((r) => wanted.has(r.name)).flatMap((r) => r.allowedLabels)
+}
+
+/** Checks labels against the roles' patterns: the reason names the first label not permitted. */
+export const checkLabels = (
+  doc: Document,
+  roles: Iterable<string>,
+  labels: Readonly<Record<string, string>>,
+): Either.Either<void, string> => {
+  const bad = Labels.firstDisallowed(labels, allowedLabels(doc, roles))
+  return bad === undefined ? Either.void : Either.left(`label not permitted: ${bad}`)
+}
+
+const str = (value: string) => `"${value}"`
+
+const memberRule = (role: string, member: string): string => {
+  if (member === AUTHENTICATED) return `role(${str(role)}) <- node($peer)`
+  const colon = member.indexOf(":")
+  const fact = member.slice(0, colon) === "node" ? "node" : member.slice(0, colon)
+  const pattern = member.slice(colon + 1)
+  if (pattern.startsWith("*")) return `role(${str(role)}) <- ${fact}($v), $v.ends_with(${str(pattern.slice(1))})`
+  if (pattern.endsWith("*")) return `role(${str(role)}) <- ${fact}($v), $v.starts_with(${str(pattern.slice(0, -1))})`
+  return `role(${str(role)}) <- ${fact}(${str(pattern)})`
+}
+
+/** The policy as Datalog, for components that authorize with it (`GET /policies`). */
+export const toDatalog = (doc: Document): ReadonlyArray<string> => [
+  ...doc.bindings.flatMap((b) => b.members.map((m) => memberRule(b.role, m))),
+  ...doc.roles.flatMap((r) => [
+    ...r.allowedServices.map((s) => `service_allowed(${str(s)}) <- role(${str(r.name)})`),
+    ...r.allowedTargets.map((t) => `target_allowed(${str(t)}) <- role(${str(r.name)})`),
+    ...r.allowedLabels.map((l) => `label_allowed(${str(l)}) <- role(${str(r.name)})`),
+  ]),
+]

@@ -1,0 +1,32 @@
+/** Enrollment of machines: OIDC (`/register`), bootstrap tokens (`/enroll`) and polling a queued request. */
+import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import { Schema } from "effect"
+import { BadRequest, Forbidden, Gone, Unauthorized, Unavailable } from "../../domain/Errors.js"
+import * as Protobuf from "../Protobuf.js"
+
+export class EnrollmentApi extends HttpApiGroup.make("enrollment")
+  .add(
+    HttpApiEndpoint.post("register", "/register")
+      .setPayload(Protobuf.Body)
+      .addSuccess(Protobuf.Body)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(Forbidden)
+      .addError(Unavailable),
+  )
+  .add(
+    HttpApiEndpoint.post("enroll", "/enroll")
+      .setPayload(Protobuf.Body)
+      .addSuccess(Protobuf.Body)
+      .addError(BadRequest)
+      .addError(Unauthorized)
+      .addError(Forbidden)
+      .addError(Gone),
+  )
+  .add(
+    HttpApiEndpoint.get("status", "/enroll/status")
+      .setUrlParams(Schema.Struct({ peer_id: Schema.optional(Schema.String) }))
+      .addSuccess(Protobuf.Body)
+      .addError(Unauthorized)
+      .addError(Forbidden),
+  ) {}

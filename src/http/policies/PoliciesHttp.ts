@@ -1,0 +1,65 @@
+/** Handlers of the policies group. */
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Either, Option } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
+import * as Biscuit from "../../crypto/Biscuit.js"
+import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
+import { isAdmitted } from "../../domain/Node.js"
+import { Credentials } from "../../services/Credentials.js"
+import { Nodes } from "../../services/Nodes.js"
+import { Policy } from "../../services/Policy.js"
+import { ControlPlaneApi } from "../Api.js"
+import { makeCheck } from "../auth/AdminAuth.js"
+import * as Bearer from "../Bearer.js"
+import * as PolicyCodec from "./PolicyCodec.js"
+
+export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies", (handlers) =>
+  Effect.gen(function* () {
+    const policy = yield* Policy
+    const credentials = yield* Credentials
+    const nodes = yield* Nodes
+    const isAdminToken = makeCheck((yield* ControlPlaneConfig).adminToken)
+    const unauthorized = new Unauthorized({
+      message: "a credential or the admin token is required as Authorization: Bearer",
+    })
+
+    /** The admin token, or the credential of an admitted node. */
+    const authorizeRead = Effect.gen(function* () {
+      const token = yield* Bearer.token
+      if (Option.isNone(token)) return yield* unauthorized
+      if (isAdminToken(token.value)) return
+      const bytes = yield* Either.match(Biscuit.fromText(token.value), {
+        onLeft: () => Effect.fail(unauthorized),
+        onRight: Effect.succeed,
+      })
+      const { facts } = yield* credentials.verify(bytes).pipe(Effect.mapError((rejected) => rejected.unauthorized))
+      const node = yield* nodes.find(facts.peerId)
+      const now = yield* Clock.currentTimeMillis
+      if (Option.isNone(node) || !isAdmitted(node.value, now)) {
+        return yield* new Forbidden({ message: "node is not admitted" })
+      }
+    })
+
+    const replace = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const json = PolicyCodec.isJson(request.headers["content-type"])
+      const body = yield* request.arrayBuffer.pipe(
+        Effect.mapError(() => new BadRequest({ message: "malformed request body" })),
+      )
+      const message = yield* PolicyCodec.decodeUpdate(new Uint8Array(body), json)
+      yield* policy.replace(PolicyCodec.toDocument(message))
+      return PolicyCodec.updateResponse(json)
+    })
+
+    return handlers
+      .handle("get", () =>
+        Effect.gen(function* () {
+          yield* authorizeRead
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return PolicyCodec.getResponse(yield* policy.current, PolicyCodec.isJson(request.headers.accept))
+        }),
+      )
+      .handle("post", () => replace)
+      .handle("put", () => replace)
+  }),
+)

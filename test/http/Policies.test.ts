@@ -1,0 +1,110 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
+import { expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import * as Biscuit from "../../src/crypto/Biscuit.js"
+import { PolicyConfigGetResponseSchema, PolicyConfigUpdateRequestSchema } from "../../src/gen/mesh_pb.js"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as MeshClient from "../../src/testing/MeshClient.js"
+import { admin } from "../support/admin.js"
+import { describeDatabases } from "../support/databases.js"
+import { enrollDirectly } from "../support/nodes.js"
+
+const T0 = Date.parse("2026-06-01T00:00:00Z")
+const good = {
+  roles: [{ name: "mesh:role:node", allowedServices: ["mcp://*"], allowedLabels: ["zone=*"] }],
+  bindings: [{ role: "mesh:role:node", members: ["group:eng*"] }],
+}
+
+describeDatabases("mesh policy", (db) => {
+  it.scoped("is replaced as a whole; an unknown field is refused and the old policy stays", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const posted = yield* admin(cp, "POST", "/policies", good)
+      expect([posted.status, posted.json]).toEqual([200, { success: true }])
+
+      const unknown = yield* admin(cp, "PUT", "/policies", { ...good, surprise: true })
+      expect(unknown.status).toBe(400)
+      expect((unknown.json as { message: string }).message).toContain("surprise")
+      const nested = yield* admin(cp, "PUT", "/policies", { roles: [{ name: "x", allowedLabel: ["a=b"] }] })
+      expect(nested.status).toBe(400)
+
+      const read = yield* MeshClient.request(`${cp.url}/policies`, {
+        headers: { authorization: `Bearer ${cp.adminToken}` },
+      })
+      const current = fromBinary(PolicyConfigGetResponseSchema, read.body)
+      expect(current.version).toBe(1n)
+      expect(current.policy?.roles.map((r) => r.name)).toEqual(["mesh:role:node"])
+      expect(current.datalogRules).toContain('role("mesh:role:node") <- group($v), $v.starts_with("eng")')
+    }),
+  )
+
+  it.scoped("an invalid policy is refused with the reason", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [
+          { bindings: [{ role: "ghost", members: ["user:a"] }] },
+          'invalid policy: binding names undefined role "ghost"',
+        ],
+        [{ roles: [{ name: "r" }, { name: "r" }] }, 'invalid policy: role "r" is defined twice'],
+        [
+          { roles: [{ name: "r", allowedLabels: ["zone"] }] },
+          'invalid policy: role "r": allowed label "zone" is not *, key=* or key=value',
+        ],
+        [
+          { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["node:*"] }] },
+          'invalid policy: member "node:*" has no value',
+        ],
+        [
+          { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["user:a*b"] }] },
+          'invalid policy: member "user:a*b" may carry one leading or trailing * only',
+        ],
+        [
+          { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["team:x"] }] },
+          'invalid policy: member "team:x" must be mesh:system:authenticated or start with node:, user:, email: or group:',
+        ],
+        [
+          { roles: [{ name: "r", allowedServices: ["ftp"] }] },
+          'invalid policy: role "r": service "ftp" is not * or type://name',
+        ],
+        [
+          { roles: [{ name: "r" }], bindings: [{ role: "r", members: [] }] },
+          'invalid policy: binding of role "r" has no members',
+        ],
+      ]
+      for (const [body, message] of cases) {
+        const answer = yield* admin(cp, "POST", "/policies", body)
+        expect([answer.status, answer.json]).toEqual([400, { error: "bad_request", message }])
+      }
+    }),
+  )
+
+  it.scoped("accepts protobuf and answers in kind; mesh components read it with their credential", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const body = toBinary(PolicyConfigUpdateRequestSchema, create(PolicyConfigUpdateRequestSchema, good))
+      const posted = yield* MeshClient.request(`${cp.url}/policies`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${cp.adminToken}`, "content-type": "application/x-protobuf" },
+        body: Buffer.from(body),
+      })
+      expect([posted.status, posted.headers.get("content-type")]).toEqual([200, "application/x-protobuf"])
+
+      const node = yield* enrollDirectly(cp)
+      const read = yield* MeshClient.request(`${cp.url}/policies`, {
+        headers: { authorization: `Bearer ${Biscuit.toText(node.credential)}` },
+      })
+      expect(fromBinary(PolicyConfigGetResponseSchema, read.body).policy?.bindings[0]?.members).toEqual(["group:eng*"])
+
+      const noAuth = yield* MeshClient.request(`${cp.url}/policies`)
+      const garbage = yield* MeshClient.request(`${cp.url}/policies`, { headers: { authorization: "Bearer abc" } })
+      expect([noAuth.status, garbage.status]).toEqual([401, 401])
+      // Writing needs the admin token, not a credential.
+      const asNode = yield* MeshClient.json(cp.url, "POST", "/policies", Biscuit.toText(node.credential), good)
+      expect(asNode.status).toBe(401)
+    }),
+  )
+})
