@@ -4,7 +4,7 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect } from "effect"
-import { LATENCY_BUCKETS, Metrics } from "../services/Metrics.js"
+import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { ControlPlaneApi } from "./Api.js"
 import * as ErrorResponse from "./ErrorResponse.js"
 import { makeMatcher } from "./RouteLabels.js"

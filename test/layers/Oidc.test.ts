@@ -3,8 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import { SignJWT } from "jose"
 import * as ControlPlaneConfig from "../../src/config/ControlPlaneConfig.js"
-import * as OidcLive from "../../src/layers/OidcLive.js"
-import { Oidc } from "../../src/services/Oidc.js"
+import * as OidcLive from "../../src/layers/enrollment/OidcLive.js"
+import { Oidc } from "../../src/services/enrollment/Oidc.js"
 import * as DevOidcIssuer from "../../src/testing/DevOidcIssuer.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")

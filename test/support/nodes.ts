@@ -4,8 +4,8 @@
  */
 import { Clock, Context, Effect } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
-import { Credentials } from "../../src/services/Credentials.js"
-import { Nodes } from "../../src/services/Nodes.js"
+import { Credentials } from "../../src/services/identity/Credentials.js"
+import { Nodes } from "../../src/services/nodes/Nodes.js"
 import type { ControlPlaneHarness } from "../../src/testing/ControlPlaneHarness.js"
 import type { Peer } from "../../src/testing/MeshClient.js"
 

@@ -7,10 +7,10 @@ import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { Forbidden, Unauthorized, Unavailable } from "../../domain/Errors.js"
 import { type Identity, identityKey } from "../../domain/Node.js"
 import * as PolicyRules from "../../domain/Policy.js"
-import { Bans } from "../../services/Bans.js"
-import { Oidc } from "../../services/Oidc.js"
-import { Policy } from "../../services/Policy.js"
-import { type User, Users } from "../../services/Users.js"
+import { Oidc } from "../../services/enrollment/Oidc.js"
+import { type User, Users } from "../../services/enrollment/Users.js"
+import { Bans } from "../../services/nodes/Bans.js"
+import { Policy } from "../../services/policy/Policy.js"
 
 export interface Caller {
   readonly identity: Identity

@@ -11,9 +11,9 @@ import {
   EnrollRequestSchema,
   EnrollResponseSchema,
 } from "../../gen/mesh_pb.js"
-import { Enrollment, type EnrollOutcome } from "../../services/Enrollment.js"
-import { KeyRing } from "../../services/KeyRing.js"
-import { Registration } from "../../services/Registration.js"
+import { Enrollment, type EnrollOutcome } from "../../services/enrollment/Enrollment.js"
+import { Registration } from "../../services/enrollment/Registration.js"
+import { KeyRing } from "../../services/identity/KeyRing.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Protobuf from "../Protobuf.js"
 

@@ -16,7 +16,7 @@ import {
   PolicyConfigUpdateRequestSchema,
   PolicyConfigUpdateResponseSchema,
 } from "../../gen/mesh_pb.js"
-import type { PolicySnapshot } from "../../services/Policy.js"
+import type { PolicySnapshot } from "../../services/policy/Policy.js"
 import { CONTENT_TYPE } from "../Protobuf.js"
 
 export const isJson = (contentType: string | undefined): boolean =>

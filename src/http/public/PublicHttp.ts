@@ -2,9 +2,9 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
-import { DatabaseHealth } from "../../services/DatabaseHealth.js"
-import { KeyRing } from "../../services/KeyRing.js"
-import { Metrics } from "../../services/Metrics.js"
+import { KeyRing } from "../../services/identity/KeyRing.js"
+import { DatabaseHealth } from "../../services/operations/DatabaseHealth.js"
+import { Metrics } from "../../services/operations/Metrics.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Protobuf from "../Protobuf.js"
 

@@ -1,0 +1,261 @@
+/**
+ * Enrollment over the token, request and node stores. Every admission (auto-approve or operator approval) spends
+ * the token usage, records the request and creates the node in one transaction: a crash leaves either all of it or
+ * none, and concurrent enrollments can never spend more usages than the token has.
+ */
+import { randomUUID } from "node:crypto"
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Either, Layer, Option } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
+import * as Token from "../../domain/BootstrapToken.js"
+import * as Challenge from "../../domain/Challenge.js"
+import type { EnrollmentRequest } from "../../domain/EnrollmentRequest.js"
+import { BadRequest, Conflict, Forbidden, Gone, NotFound, Unauthorized } from "../../domain/Errors.js"
+import * as Labels from "../../domain/Labels.js"
+import type { Node } from "../../domain/Node.js"
+import * as PeerKey from "../../domain/PeerKey.js"
+import * as PolicyRules from "../../domain/Policy.js"
+import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"
+import {
+  type BootstrapEnrollRequest,
+  Enrollment,
+  messages,
+  type StatusQuery,
+} from "../../services/enrollment/Enrollment.js"
+import { EnrollmentRequests } from "../../services/enrollment/EnrollmentRequests.js"
+import { Challenges } from "../../services/identity/Challenges.js"
+import { Credentials } from "../../services/identity/Credentials.js"
+import { Bans } from "../../services/nodes/Bans.js"
+import { Nodes } from "../../services/nodes/Nodes.js"
+import { Policy } from "../../services/policy/Policy.js"
+
+const fromEither = <A, E>(either: Either.Either<A, string>, error: (message: string) => E) =>
+  Either.match(either, { onLeft: (m) => Effect.fail(error(m)), onRight: Effect.succeed })
+
+const badRequest = (message: string) => new BadRequest({ message })
+const forbidden = (message: string) => new Forbidden({ message })
+
+export const layer = Layer.effect(
+  Enrollment,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* ControlPlaneConfig
+    const tokens = yield* BootstrapTokens
+    const requests = yield* EnrollmentRequests
+    const nodes = yield* Nodes
+    const credentials = yield* Credentials
+    const challenges = yield* Challenges
+    const policy = yield* Policy
+    const bans = yield* Bans
+
+    /** A token that may admit someone now: known, unrevoked, unexpired, owner not banned. Usages are checked later. */
+    const usableToken = (token: Token.BootstrapToken, now: number) =>
+      Effect.gen(function* () {
+        const ownerBanned = token.ownerId !== undefined && (yield* bans.isIdentityBanned(token.ownerId))
+        switch (Token.stateOf(token, now, ownerBanned)) {
+          case "revoked":
+            return yield* new Gone({ message: messages.tokenRevoked })
+          case "expired":
+            return yield* new Gone({ message: messages.tokenExpired })
+          case "disabled":
+            return yield* forbidden(messages.ownerBanned)
+          default:
+            return token
+        }
+      })
+
+    const labelsAllowed = (role: string, labels: Readonly<Record<string, string>>) =>
+      Effect.flatMap(policy.current, (snapshot) =>
+        fromEither(PolicyRules.checkLabels(snapshot.document, [role], labels), forbidden),
+      )
+
+    const newNode = (
+      request: Pick<EnrollmentRequest, "peerId" | "publicKey" | "requestedRole" | "labels">,
+      token: Token.BootstrapToken,
+      now: number,
+    ): Node => ({
+      peerId: request.peerId,
+      publicKey: request.publicKey,
+      role: request.requestedRole,
+      labels: request.labels,
+      enrollmentType: "bootstrap",
+      identity: undefined,
+      ownerId: token.ownerId,
+      autonomousRecovery: token.autonomousRecovery,
+      // No credential yet: it is minted when the enrollee collects it.
+      credentialDigest: new Uint8Array(0),
+      credentialExpiresAt: 0,
+      sessionExpiresAt: undefined,
+      enrolledAt: now,
+      refreshedAt: undefined,
+      banned: false,
+      bannedAt: undefined,
+    })
+
+    /** Mints the node's credential and makes it the current one. */
+    const issue = (node: Node) =>
+      Effect.gen(function* () {
+        const minted = yield* credentials.mint({ peerId: node.peerId, role: node.role, labels: node.labels })
+        yield* nodes.save({ ...node, credentialDigest: minted.digest, credentialExpiresAt: minted.expiresAtMs })
+        return minted
+      })
+
+    /** Spends a usage and creates the node, and records or resolves the request, all or nothing. */
+    const admit = <E>(
+      request: EnrollmentRequest,
+      token: Token.BootstrapToken,
+      now: number,
+      record: Effect.Effect<void, E>,
+    ) =>
+      Effect.gen(function* () {
+        yield* record
+        if (!(yield* tokens.spend(token.id, now))) return yield* new Gone({ message: messages.tokenUsedUp })
+        const node = newNode(request, token, now)
+        yield* nodes.save(node)
+        return node
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+    /** Moves a queued request to approved, or fails with 409 when someone resolved it first. */
+    const resolveApproved = (request: EnrollmentRequest, by: string, now: number) =>
+      Effect.flatMap(requests.resolve(request.id, "approved", by, now), (won) =>
+        won ? Effect.void : Effect.fail(new Conflict({ message: messages.resolved })),
+      )
+
+    const enroll = Effect.fn("Enrollment.enroll")(function* (input: BootstrapEnrollRequest) {
+      const key = yield* fromEither(PeerKey.bind(input.peerId, input.publicKey), badRequest)
+      yield* fromEither(Labels.validate(input.labels), badRequest)
+      if (input.bootstrapToken.trim().length === 0) return yield* badRequest("bootstrap_token is required")
+      yield* challenges.verify({
+        endpoint: "enroll",
+        peerId: key.peerId,
+        publicKey: key.publicKey,
+        unixMs: input.challengeUnixMs,
+        signature: input.challengeSignature,
+      })
+      const now = yield* Clock.currentTimeMillis
+      const token = yield* tokens.findBySecret(input.bootstrapToken).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(new Unauthorized({ message: messages.tokenInvalid })),
+            onSome: Effect.succeed,
+          }),
+        ),
+        Effect.flatMap((t) => usableToken(t, now)),
+      )
+      const role = input.requestedRole.length > 0 ? input.requestedRole : token.role
+      if (role !== token.role) return yield* forbidden(`bootstrap token does not grant role "${role}"`)
+
+      // An approved peer enrolling again: a new credential, no approval, no usage spent.
+      const existing = yield* nodes.find(key.peerId)
+      if (Option.isSome(existing)) {
+        if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
+        if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
+        const credential = yield* issue(existing.value)
+        const previous = yield* requests.findByPeer(key.peerId)
+        return {
+          status: "approved" as const,
+          requestId: Option.match(previous, { onNone: () => "", onSome: (r) => r.id }),
+          credential,
+        }
+      }
+
+      yield* labelsAllowed(role, input.labels)
+      const previous = yield* requests.findByPeer(key.peerId)
+      if (Option.isSome(previous)) {
+        const p = previous.value
+        if (p.status === "pending") return { status: "pending" as const, requestId: p.id }
+        if (p.status === "rejected" && p.tokenId === token.id) return { status: "rejected" as const, requestId: p.id }
+      }
+      if (token.usagesCount >= token.maxUsages) return yield* new Gone({ message: messages.tokenUsedUp })
+
+      const request: EnrollmentRequest = {
+        id: randomUUID(),
+        peerId: key.peerId,
+        publicKey: key.publicKey,
+        requestedRole: role,
+        labels: input.labels,
+        tokenId: token.id,
+        status: config.autoApproveEnrollment ? "approved" : "pending",
+        createdAt: now,
+        resolvedAt: config.autoApproveEnrollment ? now : undefined,
+        resolvedBy: config.autoApproveEnrollment ? "auto-approve" : undefined,
+      }
+      if (!config.autoApproveEnrollment) {
+        yield* requests.save(request)
+        yield* Effect.logInfo("enrollment queued").pipe(
+          Effect.annotateLogs({ peer_id: key.peerId, request_id: request.id }),
+        )
+        return { status: "pending" as const, requestId: request.id }
+      }
+      const node = yield* admit(request, token, now, requests.save(request))
+      const credential = yield* issue(node)
+      yield* Effect.logInfo("node enrolled").pipe(
+        Effect.annotateLogs({ peer_id: key.peerId, method: "bootstrap", role, ttl_ms: credential.expiresAtMs - now }),
+      )
+      return { status: "approved" as const, requestId: request.id, credential }
+    })
+
+    const status = Effect.fn("Enrollment.status")(function* (query: StatusQuery) {
+      const unauthorized = new Unauthorized({ message: "unauthorized" })
+      const peerId = Either.getOrUndefined(PeerKey.canonicalPeerId(query.peerId))
+      const ts = Number(query.challengeUnixMs)
+      const signature = Either.getOrUndefined(Challenge.fromHeader(query.challengeSignature ?? ""))
+      if (peerId === undefined || !Number.isSafeInteger(ts) || signature === undefined) return yield* unauthorized
+      const request = yield* requests.findByPeer(peerId)
+      if (Option.isNone(request)) return yield* unauthorized
+      yield* challenges
+        .verify({ endpoint: "enroll-status", peerId, publicKey: request.value.publicKey, unixMs: ts, signature })
+        .pipe(Effect.mapError(() => unauthorized))
+      const r = request.value
+      if (r.status !== "approved") return { status: r.status, requestId: r.id }
+      const node = yield* nodes.find(peerId)
+      if (Option.isNone(node)) return yield* unauthorized
+      if (node.value.banned) return yield* forbidden(messages.nodeBanned)
+      return { status: "approved" as const, requestId: r.id, credential: yield* issue(node.value) }
+    })
+
+    const findRequest = (id: string) =>
+      requests.find(id).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(new NotFound({ message: messages.noRequest })),
+            onSome: Effect.succeed,
+          }),
+        ),
+      )
+
+    const approve = Effect.fn("Enrollment.approve")(function* (id: string, by: string) {
+      const request = yield* findRequest(id)
+      if (request.status !== "pending") return yield* new Conflict({ message: messages.resolved })
+      const now = yield* Clock.currentTimeMillis
+      const token = yield* tokens.find(request.tokenId).pipe(
+        Effect.flatMap(
+          Option.match({
+            onNone: () => Effect.fail(new Gone({ message: messages.tokenInvalid })),
+            onSome: Effect.succeed,
+          }),
+        ),
+        Effect.flatMap((t) => usableToken(t, now)),
+      )
+      yield* labelsAllowed(request.requestedRole, request.labels)
+      yield* admit(request, token, now, resolveApproved(request, by, now))
+      yield* Effect.logInfo("enrollment approved").pipe(
+        Effect.annotateLogs({ peer_id: request.peerId, request_id: id, by }),
+      )
+      return { ...request, status: "approved" as const, resolvedAt: now, resolvedBy: by }
+    })
+
+    const reject = Effect.fn("Enrollment.reject")(function* (id: string, by: string) {
+      const request = yield* findRequest(id)
+      const now = yield* Clock.currentTimeMillis
+      if (!(yield* requests.resolve(id, "rejected", by, now)))
+        return yield* new Conflict({ message: messages.resolved })
+      yield* Effect.logInfo("enrollment rejected").pipe(
+        Effect.annotateLogs({ peer_id: request.peerId, request_id: id, by }),
+      )
+      return { ...request, status: "rejected" as const, resolvedAt: now, resolvedBy: by }
+    })
+
+    return { enroll, status, pending: requests.list("pending"), approve, reject }
+  }),
+)

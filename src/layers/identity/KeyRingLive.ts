@@ -1,0 +1,144 @@
+/**
+ * KeyRing over SQL. At start the first key is made if there is none. A fiber wakes when the next rotation is due,
+ * tries to win the rotation and re-reads the keys. Replicas must share the rotation settings. Winning is a conditional update of the single `key_rotation` row inside the rotation's own transaction, so
+ * replicas on one database rotate exactly once per interval and none sees a half-made rotation.
+ */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Duration, Effect, Layer, Option, Ref, Schedule, Schema } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
+import * as Ed25519 from "../../crypto/Ed25519.js"
+import * as KeySet from "../../domain/KeySet.js"
+import { KeyRing, type KeySnapshot, liveAt, type StoredKey } from "../../services/identity/KeyRing.js"
+import { SqlBytes, toBlob } from "../sql/Columns.js"
+
+/** Pause after a failed check (the database may be down) before the next one. */
+const RETRY_AFTER = Duration.seconds(5)
+/** How long a signed /keys body is served before it is signed afresh (clients accept five minutes). */
+const RESIGN_AFTER_MS = 60_000
+
+const KeyRow = Schema.Struct({
+  id: Schema.Number,
+  private_key: SqlBytes,
+  public_key: SqlBytes,
+  created_at: Schema.Number,
+  expires_at: Schema.NullOr(Schema.Number),
+})
+
+const toStored = (row: typeof KeyRow.Type): StoredKey => ({
+  id: row.id,
+  seed: new Uint8Array(row.private_key),
+  publicKey: new Uint8Array(row.public_key),
+  createdAt: row.created_at,
+  expiresAt: row.expires_at ?? undefined,
+})
+
+const makeSnapshot = (keys: ReadonlyArray<StoredKey>, now: number): KeySnapshot => {
+  const live = liveAt(keys, now)
+  const current = live.filter((k) => k.expiresAt === undefined).sort((a, b) => b.id - a.id)[0] ?? live[0]
+  if (current === undefined) throw new Error("KeyRing has no live key")
+  const byId = new Map(live.map((k) => [k.id, k.publicKey]))
+  return { current, live, publicKeyFor: (id) => byId.get(id) }
+}
+
+export const layer = Layer.scoped(
+  KeyRing,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* ControlPlaneConfig
+    const interval = Duration.toMillis(config.keyRotationInterval)
+    const grace = Duration.toMillis(config.keyGracePeriod)
+
+    const selectKeys = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: KeyRow,
+      execute: () => sql`SELECT id, private_key, public_key, created_at, expires_at FROM signing_keys ORDER BY id`,
+    })
+    const insertKey = (now: number) => {
+      const pair = Ed25519.generate()
+      return sql`INSERT INTO signing_keys ${sql.insert({
+        private_key: toBlob(pair.seed),
+        public_key: toBlob(pair.publicKey),
+        created_at: now,
+        expires_at: null,
+      })}`
+    }
+
+    // First start: seed the rotation row and the first key, once, whatever other replicas do at the same moment.
+    const initialize = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      yield* sql`INSERT INTO key_rotation (id, next_rotation_at) VALUES (1, ${interval > 0 ? now + interval : 0})
+        ON CONFLICT (id) DO NOTHING`
+      // Serializes concurrent initializers on the row before looking for a current key.
+      yield* sql`UPDATE key_rotation SET next_rotation_at = next_rotation_at WHERE id = 1`
+      const current = yield* sql`SELECT id FROM signing_keys WHERE expires_at IS NULL`
+      if (current.length === 0) yield* insertKey(now)
+    }).pipe(sql.withTransaction)
+
+    const rotate = (now: number) =>
+      Effect.gen(function* () {
+        const won = yield* sql`UPDATE key_rotation SET next_rotation_at = ${now + interval}
+          WHERE id = 1 AND next_rotation_at <= ${now} RETURNING id`
+        if (won.length === 0) return false
+        yield* sql`UPDATE signing_keys SET expires_at = ${now + grace} WHERE expires_at IS NULL`
+        yield* insertKey(now)
+        yield* sql`DELETE FROM signing_keys WHERE expires_at IS NOT NULL AND expires_at <= ${now}`
+        return true
+      }).pipe(sql.withTransaction)
+
+    const keys = yield* Ref.make<ReadonlyArray<StoredKey>>([])
+    const reload = selectKeys().pipe(
+      Effect.flatMap((rows) => Ref.set(keys, rows.map(toStored))),
+      Effect.orDie,
+      Effect.withSpan("KeyRing.reload"),
+    )
+
+    const nextRotation = Effect.gen(function* () {
+      if (interval <= 0) return Option.none<number>()
+      const rows = yield* sql<{ next_rotation_at: number }>`SELECT next_rotation_at FROM key_rotation WHERE id = 1`
+      return Option.fromNullable(rows[0]?.next_rotation_at)
+    }).pipe(Effect.orDie)
+
+    const rotateIfDue = Effect.gen(function* () {
+      if (interval <= 0) return false
+      const now = yield* Clock.currentTimeMillis
+      const rotated = yield* rotate(now).pipe(Effect.orDie)
+      if (rotated) yield* Effect.logInfo("signing key rotated")
+      // Re-read whether or not this replica won: another one may have rotated.
+      yield* reload
+      return rotated
+    }).pipe(Effect.withSpan("KeyRing.rotateIfDue"))
+
+    const snapshot = Effect.zipWith(Ref.get(keys), Clock.currentTimeMillis, makeSnapshot)
+
+    let signed: { readonly ids: string; readonly at: number; readonly body: Uint8Array } | undefined
+    const keysBody = Effect.map(Effect.zip(snapshot, Clock.currentTimeMillis), ([snap, now]) => {
+      const ids = snap.live.map((k) => k.id).join(",")
+      if (signed === undefined || signed.ids !== ids || now - signed.at >= RESIGN_AFTER_MS || now < signed.at) {
+        signed = { ids, at: now, body: KeySet.sign(snap.live, now) }
+      }
+      return signed.body
+    })
+
+    yield* initialize.pipe(Effect.orDie)
+    yield* reload
+
+    // The rotation loop: sleep until the rotation is due, try it, re-read. Every replica reads the same due time from
+    // the database, so all of them wake together; the losers re-read after the winner's transaction committed.
+    const loop = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const due = yield* nextRotation
+      if (Option.isSome(due) && due.value > now) yield* Effect.sleep(Duration.millis(due.value - now))
+      yield* rotateIfDue
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("key rotation check failed; retrying", cause).pipe(
+          Effect.zipRight(Effect.sleep(RETRY_AFTER)),
+        ),
+      ),
+      Effect.repeat(Schedule.forever),
+    )
+    if (interval > 0) yield* Effect.forkScoped(loop)
+
+    return { snapshot, keysBody, rotateIfDue, reload, nextRotation }
+  }),
+)

@@ -1,0 +1,55 @@
+/** Bans over SQL: the node flag and the identity ban change in one transaction. */
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer } from "effect"
+import { NotFound } from "../../domain/Errors.js"
+import { Bans } from "../../services/nodes/Bans.js"
+import { toBool } from "../sql/Columns.js"
+
+export const layer = Layer.effect(
+  Bans,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const setBanned = (peerId: string, banned: boolean) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ identity_key: string | null; banned: unknown }>`
+          SELECT identity_key, banned FROM nodes WHERE peer_id = ${peerId}`
+        const node = rows[0]
+        if (node === undefined) return yield* new NotFound({ message: "no such node" })
+        const wasBanned = node.banned === true || node.banned === 1
+        yield* sql`UPDATE nodes SET banned = ${toBool(banned)}, banned_at = ${banned ? now : null}
+          WHERE peer_id = ${peerId}`
+        const identityKey = node.identity_key ?? undefined
+        if (identityKey !== undefined) {
+          yield* banned
+            ? sql`INSERT INTO banned_identities (identity_key, banned_at) VALUES (${identityKey}, ${now})
+                ON CONFLICT (identity_key) DO NOTHING`
+            : sql`DELETE FROM banned_identities WHERE identity_key = ${identityKey}`
+        }
+        yield* Effect.logInfo(banned ? "node banned" : "node unbanned").pipe(
+          Effect.annotateLogs({ peer_id: peerId, identity: identityKey !== undefined }),
+        )
+        return { peerId, identityKey, changed: wasBanned !== banned }
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTag("SqlError", (error) => Effect.die(error)),
+      )
+
+    return {
+      ban: (peerId) => setBanned(peerId, true).pipe(Effect.withSpan("Bans.ban")),
+      unban: (peerId) => setBanned(peerId, false).pipe(Effect.withSpan("Bans.unban")),
+      isIdentityBanned: (identityKey) =>
+        sql`SELECT identity_key FROM banned_identities WHERE identity_key = ${identityKey}`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie,
+        ),
+      bannedPeerIds: sql<{
+        peer_id: string
+      }>`SELECT peer_id FROM nodes WHERE banned = ${toBool(true)} ORDER BY peer_id`.pipe(
+        Effect.map((rows) => rows.map((r) => r.peer_id)),
+        Effect.orDie,
+      ),
+    }
+  }),
+)

@@ -1,0 +1,63 @@
+/** Policy over SQL: one row holding the document as JSON and its version. */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Effect, Either, Layer, Option, Schema } from "effect"
+import { BadRequest } from "../../domain/Errors.js"
+import * as PolicyRules from "../../domain/Policy.js"
+import { Policy, type PolicySnapshot } from "../../services/policy/Policy.js"
+
+const Role = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  allowedTargets: Schema.Array(Schema.String),
+  allowedServices: Schema.Array(Schema.String),
+  allowedLabels: Schema.Array(Schema.String),
+})
+const Document = Schema.Struct({
+  roles: Schema.Array(Role),
+  bindings: Schema.Array(Schema.Struct({ role: Schema.String, members: Schema.Array(Schema.String) })),
+})
+const PolicyRow = Schema.Struct({
+  document: Schema.parseJson(Document),
+  version: Schema.Number,
+  updated_at: Schema.Number,
+})
+
+export const layer = Layer.effect(
+  Policy,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const select = SqlSchema.findOne({
+      Request: Schema.Void,
+      Result: PolicyRow,
+      execute: () => sql`SELECT document, version, updated_at FROM policy WHERE id = 1`,
+    })
+    const current: Effect.Effect<PolicySnapshot> = select().pipe(
+      Effect.map(
+        Option.match({
+          onNone: () => ({ document: PolicyRules.empty, version: 0, updatedAt: undefined }),
+          onSome: (row) => ({ document: row.document, version: row.version, updatedAt: row.updated_at }),
+        }),
+      ),
+      Effect.orDie,
+    )
+
+    const replace = (document: PolicyRules.Document) =>
+      Effect.gen(function* () {
+        const valid = yield* Either.match(PolicyRules.validate(document), {
+          onLeft: (reason) => Effect.fail(new BadRequest({ message: `invalid policy: ${reason}` })),
+          onRight: Effect.succeed,
+        })
+        const now = yield* Clock.currentTimeMillis
+        const json = JSON.stringify(Schema.encodeSync(Document)(valid))
+        const [row] = yield* sql<{ version: number }>`INSERT INTO policy (id, document, version, updated_at)
+          VALUES (1, ${json}, 1, ${now})
+          ON CONFLICT (id) DO UPDATE SET document = excluded.document, version = policy.version + 1,
+            updated_at = excluded.updated_at
+          RETURNING version`.pipe(Effect.orDie)
+        yield* Effect.logInfo("policy replaced").pipe(Effect.annotateLogs({ version: row?.version ?? 0 }))
+        return { document: valid, version: row?.version ?? 0, updatedAt: now }
+      }).pipe(Effect.withSpan("Policy.replace"))
+
+    return { current, replace }
+  }),
+)

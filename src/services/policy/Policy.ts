@@ -1,0 +1,20 @@
+/** The mesh policy as stored: one document, replaced as a whole, with a version that counts replacements. */
+import { Context, type Effect } from "effect"
+import type { BadRequest } from "../../domain/Errors.js"
+import type { Document } from "../../domain/Policy.js"
+
+export interface PolicySnapshot {
+  readonly document: Document
+  /** 0 before any policy was posted. */
+  readonly version: number
+  readonly updatedAt: number | undefined
+}
+
+export interface PolicyService {
+  /** The policy in force; read from the database so every replica sees a change at once. */
+  readonly current: Effect.Effect<PolicySnapshot>
+  /** Validates and stores a new policy; an invalid one is refused and the old one stays. */
+  readonly replace: (document: Document) => Effect.Effect<PolicySnapshot, BadRequest>
+}
+
+export class Policy extends Context.Tag("mesh/Policy")<Policy, PolicyService>() {}
