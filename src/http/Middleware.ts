@@ -2,12 +2,36 @@
  * The middleware around every control-plane route: renders failures into the one error body, and counts and times
  * each request by route pattern and status for /metrics.
  */
-import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect } from "effect"
+import {
+  FileSystem,
+  HttpApiBuilder,
+  HttpIncomingMessage,
+  HttpServerRequest,
+  HttpServerResponse,
+} from "@effect/platform"
+import { Clock, Effect, Option } from "effect"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { ControlPlaneApi } from "./Api.js"
 import * as ErrorResponse from "./ErrorResponse.js"
 import { makeMatcher } from "./RouteLabels.js"
+
+/** Largest request body accepted; mesh messages are a few hundred bytes, policies a few kilobytes. */
+export const MAX_BODY_BYTES = 1024 * 1024
+
+/** The encodings our routes read; anything else (forms, multipart) is refused before a parser touches it. */
+const BODY_TYPES = new Set(["application/json", "application/x-protobuf", "application/octet-stream"])
+
+/** An early answer for a body we will not read: too large (413) or of a type no route takes (415). */
+const refuseBody = (
+  request: HttpServerRequest.HttpServerRequest,
+): HttpServerResponse.HttpServerResponse | undefined => {
+  const length = Number(request.headers["content-length"] ?? "0")
+  if (length > MAX_BODY_BYTES) return ErrorResponse.body(413, "payload_too_large", "request body too large")
+  const type = request.headers["content-type"]?.split(";")[0]?.trim().toLowerCase()
+  if (type === undefined || type === "" || BODY_TYPES.has(type)) return undefined
+  if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return undefined
+  return ErrorResponse.body(415, "unsupported_media_type", `content type ${type.slice(0, 64)} is not accepted`)
+}
 
 /** Probes and scrapes are not counted, so dashboards show traffic rather than monitoring. */
 const UNCOUNTED = new Set(["/healthz", "/readyz", "/metrics"])
@@ -30,7 +54,14 @@ export const layer = HttpApiBuilder.middleware(
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
         const path = pathname(request.url)
-        let response = yield* Effect.catchAllCause(app, ErrorResponse.fromCause)
+        const route = routeOf(request.method, path)
+        const refused = route === "unmatched" ? undefined : refuseBody(request)
+        let response =
+          refused ??
+          (yield* app.pipe(
+            HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(MAX_BODY_BYTES))),
+            Effect.catchAllCause(ErrorResponse.fromCause),
+          ))
         // Operator and user answers carry secrets (token values) or personal data: never cache them.
         if (
           (path.startsWith("/admin/") || path.startsWith("/user/")) &&
@@ -38,7 +69,6 @@ export const layer = HttpApiBuilder.middleware(
         ) {
           response = HttpServerResponse.setHeader(response, "cache-control", "no-store")
         }
-        const route = routeOf(request.method, path)
         if (!UNCOUNTED.has(route)) {
           const elapsed = Number((yield* Clock.currentTimeNanos) - started) / 1e9
           requests.inc({ route, code: String(response.status) })

@@ -6,13 +6,17 @@ import { Layer } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "./Api.js"
 import { AdminHttpLive } from "./admin/AdminHttp.js"
+import { AdminNodesHttpLive } from "./admin/NodesHttp.js"
+import { AdminStatusHttpLive } from "./admin/StatusHttp.js"
 import { AdminAuthLive } from "./auth/AdminAuth.js"
 import { UserAuthLive } from "./auth/UserAuth.js"
+import { CatalogHttpLive } from "./catalog/CatalogHttp.js"
 import { CredentialsHttpLive } from "./credentials/CredentialsHttp.js"
 import { EnrollmentHttpLive } from "./enrollment/EnrollmentHttp.js"
 import * as Middleware from "./Middleware.js"
 import { PoliciesHttpLive } from "./policies/PoliciesHttp.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
+import { RoutersHttpLive } from "./routers/RoutersHttp.js"
 import { UserHttpLive } from "./user/UserHttp.js"
 
 export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
@@ -20,8 +24,12 @@ export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
     PublicHttpLive,
     EnrollmentHttpLive,
     CredentialsHttpLive,
+    RoutersHttpLive,
+    CatalogHttpLive,
     PoliciesHttpLive,
     AdminHttpLive,
+    AdminNodesHttpLive,
+    AdminStatusHttpLive,
     UserHttpLive,
   ]),
   Layer.provide([AdminAuthLive, UserAuthLive]),

@@ -11,15 +11,22 @@ import * as EnrollmentRequestsLive from "./enrollment/EnrollmentRequestsLive.js"
 import * as OidcLive from "./enrollment/OidcLive.js"
 import * as RegistrationLive from "./enrollment/RegistrationLive.js"
 import * as UsersLive from "./enrollment/UsersLive.js"
+import * as MeshEventsMemory from "./events/MeshEventsMemory.js"
 import * as ChallengesLive from "./identity/ChallengesLive.js"
 import * as CredentialRefreshLive from "./identity/CredentialRefreshLive.js"
 import * as CredentialsLive from "./identity/CredentialsLive.js"
 import * as KeyRingLive from "./identity/KeyRingLive.js"
 import * as BansLive from "./nodes/BansLive.js"
+import * as CatalogLive from "./nodes/CatalogLive.js"
 import * as NodesLive from "./nodes/NodesLive.js"
+import * as RetentionLive from "./nodes/RetentionLive.js"
+import * as AuditLive from "./operations/AuditLive.js"
 import * as DatabaseHealthLive from "./operations/DatabaseHealthLive.js"
+import * as MeshStateMetrics from "./operations/MeshStateMetrics.js"
 import * as MetricsLive from "./operations/MetricsLive.js"
 import * as PolicyLive from "./policy/PolicyLive.js"
+import * as InfoLive from "./routers/InfoLive.js"
+import * as LeasesLive from "./routers/LeasesLive.js"
 import * as Migrations from "./sql/Migrations.js"
 import * as SqlLive from "./sql/SqlLive.js"
 
@@ -27,9 +34,18 @@ import * as SqlLive from "./sql/SqlLive.js"
 export const database = (settings: ControlPlaneSettings) =>
   Migrations.layer.pipe(Layer.provideMerge(SqlLive.layer(settings.database)))
 
-/** Every capability of the control plane, without the HTTP server; each layer sees those listed before it. */
+/** Every capability of the control plane, without the HTTP server; each tier sees the tiers below it. */
 export const services = (settings: ControlPlaneSettings) =>
-  Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer).pipe(
+  Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer).pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        LeasesLive.layer,
+        CatalogLive.layer,
+        CredentialRefreshLive.layer,
+        EnrollmentLive.layer,
+        RegistrationLive.layer,
+      ),
+    ),
     Layer.provideMerge(
       Layer.mergeAll(
         CredentialsLive.layer,
@@ -41,9 +57,18 @@ export const services = (settings: ControlPlaneSettings) =>
         BootstrapTokensLive.layer,
         EnrollmentRequestsLive.layer,
         OidcLive.layer,
+        RetentionLive.layer,
       ),
     ),
-    Layer.provideMerge(Layer.mergeAll(KeyRingLive.layer, DatabaseHealthLive.layer, MetricsLive.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        KeyRingLive.layer,
+        DatabaseHealthLive.layer,
+        MetricsLive.layer,
+        AuditLive.layer,
+        MeshEventsMemory.layer,
+      ),
+    ),
     Layer.provideMerge(database(settings)),
     Layer.provideMerge(Layer.succeed(ControlPlaneConfig, settings)),
   )

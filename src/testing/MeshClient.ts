@@ -17,8 +17,13 @@ import * as PeerKey from "../domain/PeerKey.js"
 import {
   BootstrapEnrollRequestSchema,
   BootstrapEnrollResponseSchema,
+  ControlPlaneInfoResponseSchema,
   EnrollRequestSchema,
   EnrollResponseSchema,
+  NodeCatalogReportSchema,
+  RouterLeaseRequestSchema,
+  RouterLeaseResponseSchema,
+  type ServiceType,
   TokenRefreshRequestSchema,
   TokenRefreshResponseSchema,
 } from "../gen/mesh_pb.js"
@@ -159,4 +164,48 @@ export const json = (baseUrl: string, method: string, path: string, bearer: stri
       ...answer,
       json: answer.body.length === 0 ? undefined : (JSON.parse(new TextDecoder().decode(answer.body)) as unknown),
     }),
+  )
+
+/** GET /info, decoded. */
+export const info = (baseUrl: string) =>
+  Effect.flatMap(request(`${baseUrl}/info`), (answer) => expectProto(ControlPlaneInfoResponseSchema, answer))
+
+/** POST /routers/lease with the router's credential as bearer. */
+export const lease = (
+  baseUrl: string,
+  router: Peer,
+  credential: Uint8Array,
+  addresses: ReadonlyArray<string>,
+  telemetry: { readonly connectedPeers?: ReadonlyArray<string>; readonly dhtSize?: number } = {},
+) =>
+  Effect.flatMap(challenge(router, "routers-lease"), (proof) =>
+    postProto(
+      `${baseUrl}/routers/lease`,
+      RouterLeaseRequestSchema,
+      {
+        ...proof,
+        peerId: router.peerId,
+        addresses: [...addresses],
+        connectedPeers: [...(telemetry.connectedPeers ?? [])],
+        dhtSize: telemetry.dhtSize ?? 0,
+      },
+      { authorization: `Bearer ${Biscuit.toText(credential)}` },
+    ),
+  )
+
+export const decodeLease = (answer: Answer) => expectProto(RouterLeaseResponseSchema, answer)
+
+/** POST /nodes/catalog with the node's credential as bearer. */
+export const reportCatalog = (
+  baseUrl: string,
+  credential: Uint8Array,
+  services: ReadonlyArray<{ readonly type: ServiceType; readonly name: string; readonly description?: string }>,
+) =>
+  postProto(
+    `${baseUrl}/nodes/catalog`,
+    NodeCatalogReportSchema,
+    { services: services.map((s) => ({ ...s })) },
+    {
+      authorization: `Bearer ${Biscuit.toText(credential)}`,
+    },
   )

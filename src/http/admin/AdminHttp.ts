@@ -8,10 +8,9 @@ import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"
 import { Enrollment } from "../../services/enrollment/Enrollment.js"
 import { EnrollmentRequests } from "../../services/enrollment/EnrollmentRequests.js"
 import { Bans } from "../../services/nodes/Bans.js"
+import { OPERATOR } from "../../services/operations/Audit.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Views from "../Views.js"
-
-export const OPERATOR = "operator"
 
 /** Shared by the operator and user APIs: a token view with its owner's ban state. */
 export const tokenView = (bans: Bans["Type"], token: Token.BootstrapToken) =>
@@ -43,6 +42,7 @@ export const AdminHttpLive = HttpApiBuilder.group(ControlPlaneApi, "admin", (han
             description: payload.description,
             autonomousRecovery: payload.autonomous_recovery,
             ownerId: undefined,
+            actor: OPERATOR,
           })
           return { ...(yield* tokenView(bans, token)), token: secret, ttl_hours: payload.ttl_hours }
         }),
@@ -53,7 +53,7 @@ export const AdminHttpLive = HttpApiBuilder.group(ControlPlaneApi, "admin", (han
           Effect.forEach((t) => tokenView(bans, t)),
         ),
       )
-      .handle("revokeToken", ({ path }) => Effect.flatMap(tokens.revoke(path.id), (t) => tokenView(bans, t)))
+      .handle("revokeToken", ({ path }) => Effect.flatMap(tokens.revoke(path.id, OPERATOR), (t) => tokenView(bans, t)))
       .handle("listEnrollments", ({ urlParams }) =>
         Effect.map(requests.list(urlParams.status === "all" ? undefined : (urlParams.status ?? "pending")), (list) =>
           list.map(Views.enrollmentRequest),

@@ -7,6 +7,7 @@ import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
 import { isAdmitted } from "../../domain/Node.js"
 import { Credentials } from "../../services/identity/Credentials.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
+import { OPERATOR } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
 import { ControlPlaneApi } from "../Api.js"
 import { makeCheck } from "../auth/AdminAuth.js"
@@ -47,7 +48,7 @@ export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies"
         Effect.mapError(() => new BadRequest({ message: "malformed request body" })),
       )
       const message = yield* PolicyCodec.decodeUpdate(new Uint8Array(body), json)
-      yield* policy.replace(PolicyCodec.toDocument(message))
+      yield* policy.replace(PolicyCodec.toDocument(message), OPERATOR)
       return PolicyCodec.updateResponse(json)
     })
 

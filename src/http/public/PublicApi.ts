@@ -1,4 +1,4 @@
-/** Routes anyone may call: liveness, readiness, metrics and the signing key set. */
+/** Routes anyone may call: liveness, readiness, metrics, the signing key set and the mesh information. */
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
@@ -10,6 +10,7 @@ export class PublicApi extends HttpApiGroup.make("public")
   .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(HealthStatus))
   .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(HealthStatus).addError(Unavailable))
   .add(HttpApiEndpoint.get("keys", "/keys").addSuccess(Protobuf.Body))
+  .add(HttpApiEndpoint.get("info", "/info").addSuccess(Protobuf.Body))
   .add(
     HttpApiEndpoint.get("metrics", "/metrics").addSuccess(
       HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }),

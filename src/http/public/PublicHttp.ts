@@ -5,6 +5,7 @@ import { Unavailable } from "../../domain/Errors.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"
 import { DatabaseHealth } from "../../services/operations/DatabaseHealth.js"
 import { Metrics } from "../../services/operations/Metrics.js"
+import { Info } from "../../services/routers/Info.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Protobuf from "../Protobuf.js"
 
@@ -13,6 +14,7 @@ export const PublicHttpLive = HttpApiBuilder.group(ControlPlaneApi, "public", (h
     const database = yield* DatabaseHealth
     const metrics = yield* Metrics
     const keyRing = yield* KeyRing
+    const info = yield* Info
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
       .handle("readyz", () =>
@@ -23,6 +25,9 @@ export const PublicHttpLive = HttpApiBuilder.group(ControlPlaneApi, "public", (h
         ),
       )
       .handle("metrics", () => Effect.sync(() => metrics.render()))
+      .handle("info", () =>
+        Effect.map(info.body, (body) => HttpServerResponse.uint8Array(body, { contentType: Protobuf.CONTENT_TYPE })),
+      )
       .handle("keys", () =>
         Effect.map(keyRing.keysBody, (body) =>
           HttpServerResponse.uint8Array(body, { contentType: Protobuf.CONTENT_TYPE }),

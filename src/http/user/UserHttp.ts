@@ -7,6 +7,7 @@ import { NODE_ROLE } from "../../domain/Policy.js"
 import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"
 import { Bans } from "../../services/nodes/Bans.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
+import { userActor } from "../../services/operations/Audit.js"
 import { ControlPlaneApi } from "../Api.js"
 import { checkRole, tokenView } from "../admin/AdminHttp.js"
 import { CurrentUser } from "../auth/UserAuth.js"
@@ -61,6 +62,7 @@ export const UserHttpLive = HttpApiBuilder.group(ControlPlaneApi, "user", (handl
             description: payload.description,
             autonomousRecovery: payload.autonomous_recovery,
             ownerId: user.id,
+            actor: userActor(user.id),
           })
           return { ...(yield* tokenView(bans, token)), token: secret, ttl_hours: payload.ttl_hours }
         }),
@@ -71,7 +73,7 @@ export const UserHttpLive = HttpApiBuilder.group(ControlPlaneApi, "user", (handl
           const node = yield* nodes.find(payload.peer_id)
           if (Option.isNone(node)) return yield* new NotFound({ message: "no such node" })
           if (node.value.ownerId !== user.id) return yield* new Forbidden({ message: "you do not own this node" })
-          yield* bans.ban(node.value.peerId)
+          yield* bans.ban(node.value.peerId, userActor(user.id))
           return { peer_id: node.value.peerId, banned: true }
         }),
       )

@@ -4,6 +4,7 @@ import { Clock, Effect, Layer, Option, Schema } from "effect"
 import * as Token from "../../domain/BootstrapToken.js"
 import { NotFound } from "../../domain/Errors.js"
 import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"
+import { Audit } from "../../services/operations/Audit.js"
 import { SqlBoolean, toBlob, toBool } from "../sql/Columns.js"
 
 const TokenRow = Schema.Struct({
@@ -41,6 +42,7 @@ export const layer = Layer.effect(
   BootstrapTokens,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const audit = yield* Audit
 
     const byId = SqlSchema.findOne({
       Request: Schema.String,
@@ -94,11 +96,17 @@ export const layer = Layer.effect(
             created_at: now,
             expires_at: token.expiresAt,
           })}`.pipe(Effect.orDie)
+          yield* audit.record({
+            actor: request.actor,
+            action: "token.minted",
+            subject: id,
+            details: { role: token.role, max_usages: token.maxUsages, autonomous_recovery: token.autonomousRecovery },
+          })
           yield* Effect.logInfo("bootstrap token minted").pipe(
             Effect.annotateLogs({ token_id: id, role: token.role, owner: token.ownerId ?? "operator" }),
           )
           return { token, secret }
-        }).pipe(Effect.withSpan("BootstrapTokens.mint")),
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die), Effect.withSpan("BootstrapTokens.mint")),
 
       list: (filter = {}) =>
         all(filter.ownerId ?? null).pipe(
@@ -110,12 +118,12 @@ export const layer = Layer.effect(
 
       findBySecret: (secret) => byHash(Token.hash(secret)).pipe(Effect.map(Option.map(toToken)), Effect.orDie),
 
-      revoke: (id) =>
+      revoke: (id, actor) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          yield* sql`UPDATE bootstrap_tokens SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL`.pipe(
-            Effect.orDie,
-          )
+          const changed = yield* sql`UPDATE bootstrap_tokens SET revoked_at = ${now}
+            WHERE id = ${id} AND revoked_at IS NULL RETURNING id`.pipe(Effect.orDie)
+          if (changed.length > 0) yield* audit.record({ actor, action: "token.revoked", subject: id })
           return yield* find(id).pipe(
             Effect.flatMap(
               Option.match({

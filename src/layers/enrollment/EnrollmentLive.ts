@@ -27,6 +27,7 @@ import { Challenges } from "../../services/identity/Challenges.js"
 import { Credentials } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
+import { Audit } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
 
 const fromEither = <A, E>(either: Either.Either<A, string>, error: (message: string) => E) =>
@@ -47,6 +48,7 @@ export const layer = Layer.effect(
     const challenges = yield* Challenges
     const policy = yield* Policy
     const bans = yield* Bans
+    const audit = yield* Audit
 
     /** A token that may admit someone now: known, unrevoked, unexpired, owner not banned. Usages are checked later. */
     const usableToken = (token: Token.BootstrapToken, now: number) =>
@@ -118,7 +120,14 @@ export const layer = Layer.effect(
     /** Moves a queued request to approved, or fails with 409 when someone resolved it first. */
     const resolveApproved = (request: EnrollmentRequest, by: string, now: number) =>
       Effect.flatMap(requests.resolve(request.id, "approved", by, now), (won) =>
-        won ? Effect.void : Effect.fail(new Conflict({ message: messages.resolved })),
+        won
+          ? audit.record({
+              actor: by,
+              action: "enrollment.approved",
+              subject: request.id,
+              details: { peer_id: request.peerId },
+            })
+          : Effect.fail(new Conflict({ message: messages.resolved })),
       )
 
     const enroll = Effect.fn("Enrollment.enroll")(function* (input: BootstrapEnrollRequest) {
@@ -187,7 +196,20 @@ export const layer = Layer.effect(
         )
         return { status: "pending" as const, requestId: request.id }
       }
-      const node = yield* admit(request, token, now, requests.save(request))
+      const node = yield* admit(
+        request,
+        token,
+        now,
+        Effect.zipRight(
+          requests.save(request),
+          audit.record({
+            actor: "auto-approve",
+            action: "enrollment.approved",
+            subject: request.id,
+            details: { peer_id: key.peerId },
+          }),
+        ),
+      )
       const credential = yield* issue(node)
       yield* Effect.logInfo("node enrolled").pipe(
         Effect.annotateLogs({ peer_id: key.peerId, method: "bootstrap", role, ttl_ms: credential.expiresAtMs - now }),
@@ -248,8 +270,17 @@ export const layer = Layer.effect(
     const reject = Effect.fn("Enrollment.reject")(function* (id: string, by: string) {
       const request = yield* findRequest(id)
       const now = yield* Clock.currentTimeMillis
-      if (!(yield* requests.resolve(id, "rejected", by, now)))
-        return yield* new Conflict({ message: messages.resolved })
+      const won = yield* Effect.gen(function* () {
+        if (!(yield* requests.resolve(id, "rejected", by, now))) return false
+        yield* audit.record({
+          actor: by,
+          action: "enrollment.rejected",
+          subject: id,
+          details: { peer_id: request.peerId },
+        })
+        return true
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      if (!won) return yield* new Conflict({ message: messages.resolved })
       yield* Effect.logInfo("enrollment rejected").pipe(
         Effect.annotateLogs({ peer_id: request.peerId, request_id: id, by }),
       )

@@ -2,15 +2,19 @@
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer } from "effect"
 import { NotFound } from "../../domain/Errors.js"
-import { Bans } from "../../services/nodes/Bans.js"
+import { MeshEvents } from "../../services/events/MeshEvents.js"
+import { type BanOutcome, Bans } from "../../services/nodes/Bans.js"
+import { type Actor, Audit } from "../../services/operations/Audit.js"
 import { toBool } from "../sql/Columns.js"
 
 export const layer = Layer.effect(
   Bans,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const audit = yield* Audit
+    const events = yield* MeshEvents
 
-    const setBanned = (peerId: string, banned: boolean) =>
+    const setBanned = (peerId: string, banned: boolean, actor: Actor) =>
       Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const rows = yield* sql<{ identity_key: string | null; banned: unknown }>`
@@ -27,6 +31,15 @@ export const layer = Layer.effect(
                 ON CONFLICT (identity_key) DO NOTHING`
             : sql`DELETE FROM banned_identities WHERE identity_key = ${identityKey}`
         }
+        if (banned) yield* sql`DELETE FROM node_catalog WHERE peer_id = ${peerId}`
+        if (wasBanned !== banned) {
+          yield* audit.record({
+            actor,
+            action: banned ? "node.banned" : "node.unbanned",
+            subject: peerId,
+            details: identityKey === undefined ? {} : { identity: identityKey },
+          })
+        }
         yield* Effect.logInfo(banned ? "node banned" : "node unbanned").pipe(
           Effect.annotateLogs({ peer_id: peerId, identity: identityKey !== undefined }),
         )
@@ -36,9 +49,21 @@ export const layer = Layer.effect(
         Effect.catchTag("SqlError", (error) => Effect.die(error)),
       )
 
+    /** After the change committed: tell running routers and nodes. */
+    const announce = (outcome: BanOutcome, banned: boolean) =>
+      events.publish({ type: banned ? "banned" : "unbanned", peerId: outcome.peerId }).pipe(Effect.as(outcome))
+
     return {
-      ban: (peerId) => setBanned(peerId, true).pipe(Effect.withSpan("Bans.ban")),
-      unban: (peerId) => setBanned(peerId, false).pipe(Effect.withSpan("Bans.unban")),
+      ban: (peerId, actor) =>
+        setBanned(peerId, true, actor).pipe(
+          Effect.flatMap((o) => announce(o, true)),
+          Effect.withSpan("Bans.ban"),
+        ),
+      unban: (peerId, actor) =>
+        setBanned(peerId, false, actor).pipe(
+          Effect.flatMap((o) => announce(o, false)),
+          Effect.withSpan("Bans.unban"),
+        ),
       isIdentityBanned: (identityKey) =>
         sql`SELECT identity_key FROM banned_identities WHERE identity_key = ${identityKey}`.pipe(
           Effect.map((rows) => rows.length > 0),

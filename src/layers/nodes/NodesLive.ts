@@ -101,6 +101,17 @@ export const layer = Layer.effect(
         )
       },
 
+      setAutonomousRecovery: (peerId, enabled) =>
+        sql`UPDATE nodes SET autonomous_recovery = ${toBool(enabled)} WHERE peer_id = ${peerId} RETURNING peer_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie,
+        ),
+
+      count: sql<{ n: number }>`SELECT COUNT(*) AS n FROM nodes`.pipe(
+        Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+        Effect.orDie,
+      ),
+
       rotateCredential: (r) =>
         sql`UPDATE nodes SET credential_digest = ${toBlob(r.digest)}, credential_expires_at = ${r.expiresAt},
             refreshed_at = ${r.now}

@@ -3,6 +3,8 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Schema } from "effect"
 import { BadRequest } from "../../domain/Errors.js"
 import * as PolicyRules from "../../domain/Policy.js"
+import { MeshEvents } from "../../services/events/MeshEvents.js"
+import { type Actor, Audit } from "../../services/operations/Audit.js"
 import { Policy, type PolicySnapshot } from "../../services/policy/Policy.js"
 
 const Role = Schema.Struct({
@@ -26,6 +28,8 @@ export const layer = Layer.effect(
   Policy,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    const audit = yield* Audit
+    const events = yield* MeshEvents
     const select = SqlSchema.findOne({
       Request: Schema.Void,
       Result: PolicyRow,
@@ -41,7 +45,7 @@ export const layer = Layer.effect(
       Effect.orDie,
     )
 
-    const replace = (document: PolicyRules.Document) =>
+    const replace = (document: PolicyRules.Document, actor: Actor) =>
       Effect.gen(function* () {
         const valid = yield* Either.match(PolicyRules.validate(document), {
           onLeft: (reason) => Effect.fail(new BadRequest({ message: `invalid policy: ${reason}` })),
@@ -54,9 +58,20 @@ export const layer = Layer.effect(
           ON CONFLICT (id) DO UPDATE SET document = excluded.document, version = policy.version + 1,
             updated_at = excluded.updated_at
           RETURNING version`.pipe(Effect.orDie)
+        yield* audit.record({
+          actor,
+          action: "policy.replaced",
+          subject: `policy v${row?.version ?? 0}`,
+          details: { roles: valid.roles.length, bindings: valid.bindings.length },
+        })
         yield* Effect.logInfo("policy replaced").pipe(Effect.annotateLogs({ version: row?.version ?? 0 }))
         return { document: valid, version: row?.version ?? 0, updatedAt: now }
-      }).pipe(Effect.withSpan("Policy.replace"))
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.tap(() => events.publish({ type: "policy_update" })),
+        Effect.withSpan("Policy.replace"),
+      )
 
     return { current, replace }
   }),

@@ -2,6 +2,7 @@
 import { Context, type Effect, type Option } from "effect"
 import type { BootstrapToken } from "../../domain/BootstrapToken.js"
 import type { NotFound } from "../../domain/Errors.js"
+import type { Actor } from "../operations/Audit.js"
 
 export interface MintRequest {
   readonly role: string
@@ -10,6 +11,7 @@ export interface MintRequest {
   readonly description: string
   readonly autonomousRecovery: boolean
   readonly ownerId: string | undefined
+  readonly actor: Actor
 }
 
 export interface BootstrapTokensService {
@@ -18,7 +20,7 @@ export interface BootstrapTokensService {
   readonly find: (id: string) => Effect.Effect<Option.Option<BootstrapToken>>
   readonly findBySecret: (secret: string) => Effect.Effect<Option.Option<BootstrapToken>>
   /** Marks a token revoked; repeating it changes nothing. */
-  readonly revoke: (id: string) => Effect.Effect<BootstrapToken, NotFound>
+  readonly revoke: (id: string, actor: Actor) => Effect.Effect<BootstrapToken, NotFound>
   /** Spends one usage if the token is unrevoked, unexpired and not used up at `now`; false otherwise. */
   readonly spend: (id: string, now: number) => Effect.Effect<boolean>
 }

@@ -4,6 +4,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { NotFound } from "../../domain/Errors.js"
+import type { Actor } from "../operations/Audit.js"
 
 export interface BanOutcome {
   readonly peerId: string
@@ -14,8 +15,9 @@ export interface BanOutcome {
 }
 
 export interface BansService {
-  readonly ban: (peerId: string) => Effect.Effect<BanOutcome, NotFound>
-  readonly unban: (peerId: string) => Effect.Effect<BanOutcome, NotFound>
+  /** Bans the node and its identity, records it in the audit log and announces it to the mesh. */
+  readonly ban: (peerId: string, actor: Actor) => Effect.Effect<BanOutcome, NotFound>
+  readonly unban: (peerId: string, actor: Actor) => Effect.Effect<BanOutcome, NotFound>
   readonly isIdentityBanned: (identityKey: string) => Effect.Effect<boolean>
   /** Every banned peer id, for /info. */
   readonly bannedPeerIds: Effect.Effect<ReadonlyArray<string>>

@@ -17,6 +17,10 @@ export interface NodesService {
   readonly list: (filter?: { readonly ownerId?: string }) => Effect.Effect<ReadonlyArray<Node>>
   /** Creates the record, or replaces it when the peer enrolls again. */
   readonly save: (node: Node) => Effect.Effect<void>
+  /** Sets the node's autonomous-recovery flag; false when there is no such node. */
+  readonly setAutonomousRecovery: (peerId: string, enabled: boolean) => Effect.Effect<boolean>
+  /** How many nodes there are, by any state. */
+  readonly count: Effect.Effect<number>
   /** Atomically replaces the current credential; false when it was already replaced (a replay or a race). */
   readonly rotateCredential: (rotation: CredentialRotation) => Effect.Effect<boolean>
 }

@@ -2,6 +2,7 @@
 import { Context, type Effect } from "effect"
 import type { BadRequest } from "../../domain/Errors.js"
 import type { Document } from "../../domain/Policy.js"
+import type { Actor } from "../operations/Audit.js"
 
 export interface PolicySnapshot {
   readonly document: Document
@@ -14,7 +15,7 @@ export interface PolicyService {
   /** The policy in force; read from the database so every replica sees a change at once. */
   readonly current: Effect.Effect<PolicySnapshot>
   /** Validates and stores a new policy; an invalid one is refused and the old one stays. */
-  readonly replace: (document: Document) => Effect.Effect<PolicySnapshot, BadRequest>
+  readonly replace: (document: Document, actor: Actor) => Effect.Effect<PolicySnapshot, BadRequest>
 }
 
 export class Policy extends Context.Tag("mesh/Policy")<Policy, PolicyService>() {}

@@ -1,10 +1,24 @@
-/** `mesh-control-plane admin ban --peer <peer_id>`: bans a node directly in the database. */
+/** `mesh-control-plane admin ban --peer <peer_id>`: bans a node (and its OIDC identity) directly in the database. */
 import { Command, Options } from "@effect/cli"
-import { Effect } from "effect"
-import { database } from "../flags.js"
+import { Console, Effect } from "effect"
+import { Bans } from "../../../services/nodes/Bans.js"
+import { CLI } from "../../../services/operations/Audit.js"
+import { database, resolveDatabase } from "../flags.js"
+import { bansLayer } from "./database.js"
 
 export const peer = Options.text("peer").pipe(Options.withDescription("Peer ID of the node (12D3KooW...)."))
 
-export const ban = Command.make("ban", { peer, ...database }, () =>
-  Effect.fail(new Error("bans are not implemented yet")),
+export const ban = Command.make("ban", { peer, ...database }, (flags) =>
+  Effect.gen(function* () {
+    const config = yield* resolveDatabase(flags)
+    const outcome = yield* Effect.flatMap(Bans, (bans) => bans.ban(flags.peer, CLI)).pipe(
+      Effect.provide(bansLayer(config)),
+    )
+    yield* Console.log(
+      outcome.changed
+        ? `banned ${outcome.peerId}${outcome.identityKey === undefined ? "" : ` and identity ${outcome.identityKey}`}`
+        : `${outcome.peerId} was already banned`,
+    )
+    yield* Console.log("running routers and nodes learn it from /info when they next sync")
+  }),
 ).pipe(Command.withDescription("Ban a node directly in the database; running routers learn it from /info."))

@@ -1,9 +1,22 @@
 /** `mesh-control-plane admin unban --peer <peer_id>`: lifts a ban directly in the database. */
 import { Command } from "@effect/cli"
-import { Effect } from "effect"
-import { database } from "../flags.js"
+import { Console, Effect } from "effect"
+import { Bans } from "../../../services/nodes/Bans.js"
+import { CLI } from "../../../services/operations/Audit.js"
+import { database, resolveDatabase } from "../flags.js"
 import { peer } from "./ban.js"
+import { bansLayer } from "./database.js"
 
-export const unban = Command.make("unban", { peer, ...database }, () =>
-  Effect.fail(new Error("bans are not implemented yet")),
+export const unban = Command.make("unban", { peer, ...database }, (flags) =>
+  Effect.gen(function* () {
+    const config = yield* resolveDatabase(flags)
+    const outcome = yield* Effect.flatMap(Bans, (bans) => bans.unban(flags.peer, CLI)).pipe(
+      Effect.provide(bansLayer(config)),
+    )
+    yield* Console.log(
+      outcome.changed
+        ? `unbanned ${outcome.peerId}${outcome.identityKey === undefined ? "" : ` and identity ${outcome.identityKey}`}`
+        : `${outcome.peerId} was not banned`,
+    )
+  }),
 ).pipe(Command.withDescription("Lift the ban of a node, and of the identity behind it."))

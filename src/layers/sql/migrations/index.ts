@@ -8,10 +8,12 @@ import m0001 from "./0001_control_plane_meta.js"
 import m0002 from "./0002_signing_keys.js"
 import m0003 from "./0003_nodes.js"
 import m0004 from "./0004_enrollment.js"
+import m0005 from "./0005_operations.js"
 
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_control_plane_meta": m0001,
   "0002_signing_keys": m0002,
   "0003_nodes": m0003,
   "0004_enrollment": m0004,
+  "0005_operations": m0005,
 }

@@ -1,0 +1,56 @@
+/** Audit over SQL: an append-only table paged by id. */
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Clock, Effect, Layer, Schema } from "effect"
+import { type Action, Audit, type AuditEntry } from "../../services/operations/Audit.js"
+import { JsonText } from "../sql/Columns.js"
+
+const EntryRow = Schema.Struct({
+  id: Schema.Number,
+  at: Schema.Number,
+  actor: Schema.String,
+  action: Schema.String,
+  subject: Schema.String,
+  details_json: JsonText(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+})
+
+export const layer = Layer.effect(
+  Audit,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const select = SqlSchema.findAll({
+      Request: Schema.Struct({ before: Schema.Number, limit: Schema.Number }),
+      Result: EntryRow,
+      execute: ({ before, limit }) => sql`SELECT id, at, actor, action, subject, details_json FROM audit_log
+        WHERE id < ${before} ORDER BY id DESC LIMIT ${limit}`,
+    })
+    return {
+      record: (entry) =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) =>
+            sql`INSERT INTO audit_log ${sql.insert({
+              at: now,
+              actor: entry.actor,
+              action: entry.action,
+              subject: entry.subject,
+              details_json: JSON.stringify(entry.details ?? {}),
+            })}`,
+        ).pipe(Effect.asVoid, Effect.orDie),
+      page: ({ before, limit }) =>
+        select({ before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }).pipe(
+          Effect.map((rows) => {
+            const entries: Array<AuditEntry> = rows.slice(0, limit).map((r) => ({
+              id: r.id,
+              at: r.at,
+              actor: r.actor,
+              action: r.action as Action,
+              subject: r.subject,
+              details: r.details_json,
+            }))
+            return { entries, next: rows.length > limit ? entries[entries.length - 1]?.id : undefined }
+          }),
+          Effect.orDie,
+        ),
+    }
+  }),
+)

@@ -1,0 +1,20 @@
+/**
+ * Signed mesh events announce changes to running routers and nodes: bans (and unbans), key rotations and policy
+ * updates. Publishing never fails the action that caused it: a peer that misses an event learns the state from
+ * /info and /keys when it next syncs.
+ */
+import { Context, type Effect } from "effect"
+
+export type MeshEvent =
+  | { readonly type: "banned"; readonly peerId: string }
+  | { readonly type: "unbanned"; readonly peerId: string }
+  | { readonly type: "key_rotation"; readonly publicKey: Uint8Array }
+  | { readonly type: "policy_update" }
+
+export interface MeshEventsService {
+  readonly publish: (event: MeshEvent) => Effect.Effect<void>
+  /** The most recent events published by this replica, newest last (diagnostics and tests). */
+  readonly recent: Effect.Effect<ReadonlyArray<MeshEvent>>
+}
+
+export class MeshEvents extends Context.Tag("mesh/MeshEvents")<MeshEvents, MeshEventsService>() {}

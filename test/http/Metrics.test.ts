@@ -1,0 +1,65 @@
+import { expect, it } from "@effect/vitest"
+import { Duration, Effect, TestClock } from "effect"
+import * as PeerKey from "../../src/domain/PeerKey.js"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as MeshClient from "../../src/testing/MeshClient.js"
+import { admin, mintToken } from "../support/admin.js"
+import { describeDatabases } from "../support/databases.js"
+import { eventually } from "../support/eventually.js"
+import { addressOf, enrollRouter } from "../support/routers.js"
+
+const T0 = Date.parse("2026-06-01T00:00:00Z")
+
+const scrape = (url: string) =>
+  Effect.map(MeshClient.request(`${url}/metrics`), (a) => new TextDecoder().decode(a.body))
+
+/** The value of one series, e.g. `mesh_control_plane_routers_active` or `name{label="x"}`. */
+const value = (text: string, series: string): number | undefined => {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+describeDatabases("control plane metrics", (db) => {
+  it.scoped("expose mesh state, per-route requests and latencies, and the runtime, with the right values", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh, autoApproveEnrollment: true })
+      const router = yield* enrollRouter(cp)
+      const a = PeerKey.generate()
+      const b = PeerKey.generate()
+      yield* MeshClient.lease(cp.url, router.peer, router.credential, [addressOf(router.peer.peerId)], {
+        connectedPeers: [a.peerId, b.peerId, router.peer.peerId],
+      })
+      const token = yield* mintToken(cp, { max_usages: 2 })
+      yield* MeshClient.enroll(cp.url, a, token.token)
+      yield* MeshClient.enroll(cp.url, b, token.token)
+      yield* MeshClient.enroll(cp.url, PeerKey.generate(), token.token) // 410: used up
+      yield* admin(cp, "POST", "/admin/revoke", { peer_id: b.peerId })
+
+      // Gauges come from a snapshot at most 15 s old: let it age, scrape to start a refresh, then read.
+      yield* TestClock.adjust(Duration.seconds(16))
+      yield* scrape(cp.url)
+      const text = yield* eventually(scrape(cp.url), (t) => value(t, "mesh_control_plane_routers_active") === 1, {
+        what: "fresh mesh state",
+      })
+      const p = "mesh_control_plane_"
+      expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="admitted"}`)).toBe(1)
+      expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="banned"}`)).toBe(1)
+      expect(value(text, `${p}enrolled_nodes{role="mesh:role:router",state="admitted"}`)).toBe(1)
+      expect(value(text, `${p}mesh_connected_peers`)).toBe(2)
+      expect(value(text, `${p}router_connected_peers{router="${router.peer.peerId}"}`)).toBe(3)
+      expect(value(text, `${p}bootstrap_tokens{state="exhausted"}`)).toBe(2)
+      expect(value(text, `${p}enrollment_requests{status="approved"}`)).toBe(3)
+      expect(value(text, `${p}signing_keys`)).toBe(1)
+      expect(value(text, `${p}mesh_state_scrape_success`)).toBe(1)
+      expect(value(text, `${p}http_requests_total{code="200",route="/enroll"}`)).toBe(3)
+      expect(value(text, `${p}http_requests_total{code="410",route="/enroll"}`)).toBe(1)
+      expect(value(text, `${p}http_requests_total{code="200",route="/routers/lease"}`)).toBe(1)
+      expect(value(text, `${p}http_request_duration_seconds_count{route="/enroll"}`)).toBe(4)
+      expect(text).toContain(`${p}http_request_duration_seconds_bucket{route="/enroll",le="0.005"}`)
+      expect(value(text, "process_resident_memory_bytes")).toBeGreaterThan(0)
+      // Probes are not counted as traffic.
+      expect(text).not.toContain('route="/metrics"')
+    }),
+  )
+})
