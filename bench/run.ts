@@ -11,6 +11,7 @@ import * as Report from "./lib/report.js"
 const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Promise<ReadonlyArray<Entry>> }>]> = [
   ["http-overhead", () => import("./http-overhead.js")],
   ["refresh", () => import("./refresh.js")],
+  ["mesh", () => import("./mesh.js")],
 ]
 
 const filter = process.argv[2]

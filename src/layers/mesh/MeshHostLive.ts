@@ -1,0 +1,262 @@
+/**
+ * MeshHost over js-libp2p 3. Every connection is tracked in the admission table from the moment it opens: outbound
+ * ones run the dialer side of `/mesh/auth/1.0.0`, inbound ones must complete it within the listener deadline. The
+ * connection gater and the guard on stream handlers consult the same table (src/p2p/Gate.ts), so relay, DHT and
+ * gossip serve authenticated peers only. libp2p stops when the scope closes.
+ */
+import type { GossipsubMessage, SubscriptionChangeData } from "@libp2p/gossipsub"
+import type { Connection } from "@libp2p/interface"
+import { peerIdFromString } from "@libp2p/peer-id"
+import { multiaddr } from "@multiformats/multiaddr"
+import {
+  Clock,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  FiberSet,
+  Layer,
+  Option,
+  Schedule,
+  type Scope,
+  Stream,
+} from "effect"
+import { Admissions } from "../../p2p/Admissions.js"
+import * as AuthProtocol from "../../p2p/AuthProtocol.js"
+import * as Gate from "../../p2p/Gate.js"
+import { Topics } from "../../p2p/Gossip.js"
+import * as Handshake from "../../p2p/Handshake.js"
+import * as Libp2pHost from "../../p2p/Libp2pHost.js"
+import {
+  MeshDialError,
+  MeshHost,
+  type MeshHostOptions,
+  type MeshHostService,
+  MeshListenError,
+  MeshStartError,
+} from "../../services/mesh/MeshHost.js"
+
+/** How long a gated request (stream, relay reservation) waits for its peer's handshake to end. */
+const GATE_WAIT = Handshake.LISTENER_DEADLINE
+/** Re-verification catches expiries even when the owner has no reason to call `reverify`. */
+const REVERIFY_EVERY = Duration.minutes(1)
+/** Gossip is lossy by nature: a subscriber that falls this far behind loses the newest messages, not memory. */
+const SUBSCRIBER_BUFFER = 1024
+
+/** libp2p error text, on one line and short; it names addresses and protocols, never a credential. */
+const describe = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 300)
+
+export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, MeshStartError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const admissions = new Admissions()
+    // Callbacks from libp2p run their effects in fibers owned by this scope.
+    const runFork = yield* FiberSet.makeRuntime<never>()
+    const runPromise = yield* FiberSet.makeRuntimePromise<never>()
+
+    const awaitAuthenticated = (peerId: string): Promise<boolean> =>
+      runPromise(admissions.awaitAuthenticated(peerId, GATE_WAIT)).catch(() => false)
+    const guard: Gate.StreamGuard = {
+      isAuthenticated: (peerId) => admissions.isAuthenticated(peerId),
+      awaitAuthenticated,
+    }
+    const gater = Gate.connectionGater({
+      isBanned: (peerId) => runPromise(Effect.map(options.trust, (trust) => trust.isBanned(peerId))).catch(() => true),
+      isAuthenticated: guard.isAuthenticated,
+      awaitAuthenticated,
+    })
+
+    const libp2p = yield* Effect.tryPromise({
+      try: () =>
+        Libp2pHost.create({
+          seed: options.seed,
+          listen: options.listen,
+          mode: options.mode,
+          gater,
+          guard,
+          ...(options.announce === undefined ? {} : { announce: options.announce }),
+        }),
+      catch: (error) => new MeshStartError({ reason: describe(error) }),
+    })
+    const peerId = libp2p.peerId.toString()
+    const deps: Handshake.HandshakeDeps = {
+      admissions,
+      credential: options.credential,
+      trust: options.trust,
+      // Kad-dht and gossipsub learn of a peer from identify, so they see authenticated peers only.
+      admitted: (connection) => {
+        libp2p.services.identify.identify(connection).catch(() => undefined)
+      },
+    }
+
+    const onOpen = (event: CustomEvent<Connection>) => {
+      const connection = event.detail
+      admissions.track(connection)
+      runFork(
+        connection.direction === "outbound" ? Handshake.initiate(deps, connection) : Handshake.expire(deps, connection),
+      )
+    }
+    const onClose = (event: CustomEvent<Connection>) => admissions.untrack(event.detail)
+    yield* scoped(
+      () => libp2p.addEventListener("connection:open", onOpen),
+      () => libp2p.removeEventListener("connection:open", onOpen),
+    )
+    yield* scoped(
+      () => libp2p.addEventListener("connection:close", onClose),
+      () => libp2p.removeEventListener("connection:close", onClose),
+    )
+
+    yield* Effect.tryPromise({
+      try: () =>
+        libp2p.handle(
+          AuthProtocol.PROTOCOL,
+          (stream, connection) => {
+            runFork(Handshake.answer(deps, stream, connection))
+          },
+          { runOnLimitedConnection: true },
+        ),
+      catch: (error) => new MeshStartError({ reason: describe(error) }),
+    })
+
+    const topics = new Topics(libp2p.services.pubsub, admissions)
+    if (options.mode === "router") {
+      const pubsub = libp2p.services.pubsub
+      const onSubscriptions = (event: CustomEvent<SubscriptionChangeData>) => {
+        const { peerId: from, subscriptions } = event.detail
+        if (!admissions.isAuthenticated(from.toString())) return
+        for (const s of subscriptions) {
+          if (s.subscribe && !topics.hubJoin(s.topic)) {
+            runFork(Effect.logWarning("gossip hub topic limit reached").pipe(Effect.annotateLogs({ topic: s.topic })))
+          }
+        }
+      }
+      yield* scoped(
+        () => pubsub.addEventListener("subscription-change", onSubscriptions),
+        () => pubsub.removeEventListener("subscription-change", onSubscriptions),
+      )
+    }
+
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => libp2p.start(),
+        catch: (error) => new MeshStartError({ reason: describe(error) }),
+      }),
+      () => Effect.tryPromise(async () => libp2p.stop()).pipe(Effect.ignore),
+    )
+
+    /** Closes every connection to the peer; a string that is no peer id has none. */
+    const hangUp = (peer: string) =>
+      Either.match(
+        Either.try(() => peerIdFromString(peer)),
+        {
+          onLeft: () => Effect.void,
+          onRight: (id) => Effect.promise(() => libp2p.hangUp(id).catch(() => undefined)),
+        },
+      )
+
+    const drop = (peer: string, reason: string) =>
+      Effect.zipRight(
+        Effect.sync(() => admissions.drop(peer, reason)),
+        Effect.zipRight(Effect.logInfo("mesh peer dropped").pipe(Effect.annotateLogs({ peer, reason })), hangUp(peer)),
+      )
+
+    const reverify: Effect.Effect<void> = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const trust = yield* options.trust
+      for (const known of admissions.list()) {
+        const checked = AuthProtocol.check(known.credential, known.peerId, trust, now)
+        if (Either.isLeft(checked)) yield* drop(known.peerId, checked.left)
+        else admissions.refresh(AuthProtocol.toPeer(checked.right, known.credential, now))
+      }
+    })
+    yield* Effect.forkScoped(Effect.repeat(Effect.delay(reverify, REVERIFY_EVERY), Schedule.forever))
+
+    const dial = (address: string, dialOptions?: { readonly requireRole?: string }) =>
+      Effect.gen(function* () {
+        const fail = (reason: string) => Effect.fail(new MeshDialError({ address, reason }))
+        const target = yield* Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
+          Effect.catchAll(fail),
+        )
+        const connection = yield* Effect.tryPromise({
+          try: (signal) => libp2p.dial(target, { signal }),
+          catch: describe,
+        }).pipe(Effect.catchAll(fail))
+        const tracked = admissions.track(connection)
+        const outcome = yield* Deferred.await(tracked.outcome).pipe(
+          Effect.timeoutFail({
+            duration: Duration.sum(Handshake.LISTENER_DEADLINE, Duration.seconds(1)),
+            onTimeout: () => "handshake did not finish",
+          }),
+          Effect.catchAll(fail),
+        )
+        if (outcome._tag === "Refused") return yield* fail(outcome.reason)
+        const role = dialOptions?.requireRole
+        if (role !== undefined && outcome.peer.role !== role) {
+          return yield* fail(`peer has role ${outcome.peer.role}, not ${role}`)
+        }
+        return outcome.peer
+      })
+
+    const subscribe = (topic: string) =>
+      Stream.asyncScoped<{ readonly from: string; readonly data: Uint8Array }>(
+        (emit) =>
+          Effect.gen(function* () {
+            yield* Effect.acquireRelease(
+              Effect.sync(() => topics.join(topic)),
+              () => Effect.sync(() => topics.leave(topic)),
+            )
+            const pubsub = libp2p.services.pubsub
+            const onMessage = (event: CustomEvent<GossipsubMessage>) => {
+              const { msg, propagationSource } = event.detail
+              if (msg.topic !== topic || msg.type !== "signed") return
+              // The topic validator already decided; this re-check covers a peer dropped since then.
+              if (!admissions.isAuthenticated(propagationSource.toString())) return
+              void emit.single({ from: msg.from.toString(), data: msg.data })
+            }
+            yield* scoped(
+              () => pubsub.addEventListener("gossipsub:message", onMessage),
+              () => pubsub.removeEventListener("gossipsub:message", onMessage),
+            )
+          }),
+        { bufferSize: SUBSCRIBER_BUFFER, strategy: "dropping" },
+      )
+
+    const service: MeshHostService = {
+      peerId,
+      libp2p,
+      addresses: Effect.sync(() =>
+        libp2p.getMultiaddrs().map((ma) => {
+          const text = ma.toString()
+          return text.endsWith(`/p2p/${peerId}`) ? text : `${text}/p2p/${peerId}`
+        }),
+      ),
+      peers: Effect.sync(() => admissions.list()),
+      peer: (id) => Effect.sync(() => Option.fromNullable(admissions.get(id))),
+      dial,
+      listen: (address) =>
+        Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
+          Effect.flatMap((target) =>
+            Effect.tryPromise({ try: () => libp2p.services.gate.listen([target]), catch: describe }),
+          ),
+          Effect.mapError((reason) => new MeshListenError({ address, reason })),
+        ),
+      disconnect: (peer) => drop(peer, "disconnected"),
+      reverify,
+      publish: (topic, data) =>
+        Effect.tryPromise(() => libp2p.services.pubsub.publish(topic, data)).pipe(
+          Effect.asVoid,
+          Effect.catchAll((error) =>
+            Effect.logWarning("gossip publish failed").pipe(Effect.annotateLogs({ topic, error: describe(error) })),
+          ),
+        ),
+      subscribe,
+    }
+    return service
+  })
+
+export const layer = (options: MeshHostOptions): Layer.Layer<MeshHost, MeshStartError> =>
+  Layer.scoped(MeshHost, make(options))
+
+/** Something registered for the life of the scope (an event listener). */
+const scoped = (add: () => void, remove: () => void): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(add), () => Effect.sync(remove))

@@ -1,0 +1,95 @@
+/**
+ * The libp2p configuration of a mesh peer. Routers are circuit-relay servers, DHT servers and gossip hubs; nodes are
+ * relay clients (they can listen on `<router>/p2p-circuit`) and DHT clients. Everything speaks tcp + noise + yamux,
+ * and every connection is handed to the gate (see Gate.ts) before it may do more than identify and ping.
+ */
+import { noise } from "@chainsafe/libp2p-noise"
+import { type CircuitRelayService, circuitRelayServer, circuitRelayTransport } from "@libp2p/circuit-relay-v2"
+import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
+import { type GossipSub, gossipsub, StrictSign } from "@libp2p/gossipsub"
+import { type Identify, identify } from "@libp2p/identify"
+import type { ConnectionGater, Libp2p } from "@libp2p/interface"
+import { type KadDHT, kadDHT, passthroughMapper } from "@libp2p/kad-dht"
+import { type Ping, ping } from "@libp2p/ping"
+import { tcp } from "@libp2p/tcp"
+import { yamux } from "@libp2p/yamux"
+import { createLibp2p } from "libp2p"
+import { type GateService, gateService, type StreamGuard } from "./Gate.js"
+
+/** The DHT of the mesh: its own protocol id, so it never mixes with the public IPFS DHT. */
+export const DHT_PROTOCOL = "/mesh/kad/1.0.0"
+
+/** Relayed connections may stay open an hour (as the reference router); data is capped only against abuse. */
+const RELAY_DURATION_LIMIT_MS = 60 * 60 * 1000
+const RELAY_DATA_LIMIT = 1n << 30n
+/** A router holds a slot for every node behind NAT; libp2p's default of 15 suits a public volunteer relay. */
+const RELAY_MAX_RESERVATIONS = 4096
+
+export interface MeshServices extends Record<string, unknown> {
+  identify: Identify
+  ping: Ping
+  dht: KadDHT
+  pubsub: GossipSub
+  gate: GateService
+  /** Routers only. */
+  relay?: CircuitRelayService
+}
+
+export type MeshLibp2p = Libp2p<MeshServices>
+
+export interface HostConfig {
+  readonly seed: Uint8Array
+  readonly listen: ReadonlyArray<string>
+  readonly announce?: ReadonlyArray<string>
+  readonly mode: "router" | "node"
+  readonly gater: ConnectionGater
+  readonly guard: StreamGuard
+}
+
+/** Creates the host, not started: the caller attaches its listeners first so that no connection goes unseen. */
+export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
+  const router = config.mode === "router"
+  const relay = router
+    ? {
+        relay: circuitRelayServer({
+          reservations: {
+            maxReservations: RELAY_MAX_RESERVATIONS,
+            defaultDurationLimit: RELAY_DURATION_LIMIT_MS,
+            defaultDataLimit: RELAY_DATA_LIMIT,
+          },
+        }),
+      }
+    : {}
+  return createLibp2p<MeshServices>({
+    start: false,
+    privateKey: await generateKeyPairFromSeed("Ed25519", config.seed),
+    addresses: {
+      listen: [...config.listen],
+      ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
+    },
+    transports: router ? [tcp()] : [tcp(), circuitRelayTransport()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionGater: config.gater,
+    services: {
+      // Identify runs once the handshake admitted the peer (MeshHostLive), not on every connection: it would tell an
+      // unauthenticated peer our addresses and protocols, and compete with the handshake for the first milliseconds.
+      identify: identify({ runOnConnectionOpen: false }),
+      ping: ping(),
+      dht: kadDHT({
+        protocol: DHT_PROTOCOL,
+        clientMode: !router,
+        // Every peer the DHT can hear from is authenticated, and a private mesh has private and loopback
+        // addresses worth sharing; the default mapper would drop them.
+        peerInfoMapper: passthroughMapper,
+      }),
+      pubsub: gossipsub({
+        globalSignaturePolicy: StrictSign,
+        // Publishing is fire-and-forget: an empty topic is not an error for the publisher.
+        allowPublishToZeroTopicPeers: true,
+      }),
+      gate: gateService(config.guard),
+      ...relay,
+    },
+  })
+}

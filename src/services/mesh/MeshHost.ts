@@ -1,0 +1,94 @@
+/**
+ * The mesh host: a libp2p peer keyed by the peer's Ed25519 key, on which every connection runs the
+ * `/mesh/auth/1.0.0` handshake. Only peers whose control-plane credential verified get relay reservations, DHT answers
+ * and gossip; everyone else is refused and disconnected.
+ */
+import { Context, Data, type Effect, type Option, type Stream } from "effect"
+import type { MeshLibp2p } from "../../p2p/Libp2pHost.js"
+
+/** What the host trusts right now; its owner (router or node) keeps it fresh from /keys, /info and mesh events. */
+export interface MeshTrust {
+  /** Raw 32-byte Ed25519 public key of a live control-plane signing key id, or undefined. */
+  readonly keyFor: (keyId: number) => Uint8Array | undefined
+  readonly isBanned: (peerId: string) => boolean
+}
+
+/** A peer that passed the handshake: the facts its credential attests, as last verified. */
+export interface AuthenticatedPeer {
+  readonly peerId: string
+  readonly role: string
+  readonly labels: Readonly<Record<string, string>>
+  readonly expiresAtMs: number
+  readonly keyId: number
+  readonly credential: Uint8Array
+  readonly verifiedAtMs: number
+}
+
+export interface MeshHostService {
+  readonly peerId: string
+  /** The raw host, for router/node features built on top. */
+  readonly libp2p: MeshLibp2p
+  /** Listen multiaddrs, each ending in /p2p/<peerId>. */
+  readonly addresses: Effect.Effect<ReadonlyArray<string>>
+  /** Connected and authenticated peers. */
+  readonly peers: Effect.Effect<ReadonlyArray<AuthenticatedPeer>>
+  readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
+  /** Dials and authenticates; fails if the remote refuses us or presents no valid credential (or lacks `requireRole`). */
+  readonly dial: (
+    address: string,
+    options?: { readonly requireRole?: string },
+  ) => Effect.Effect<AuthenticatedPeer, MeshDialError>
+  /**
+   * Listens on one more address after start; on a node, `<router address>/p2p-circuit` reserves a slot on that
+   * router's relay. Fails when the relay refuses the reservation (it does until we are authenticated there).
+   */
+  readonly listen: (address: string) => Effect.Effect<void, MeshListenError>
+  /** Closes every connection to the peer now (used on ban). */
+  readonly disconnect: (peerId: string) => Effect.Effect<void>
+  /** Re-checks every authenticated peer against the current trust and clock; drops those that fail (ban, retired key, expiry). */
+  readonly reverify: Effect.Effect<void>
+  readonly publish: (topic: string, data: Uint8Array) => Effect.Effect<void>
+  /** Messages on a gossip topic from authenticated peers, as a Stream. */
+  readonly subscribe: (topic: string) => Stream.Stream<{ readonly from: string; readonly data: Uint8Array }>
+}
+
+export class MeshHost extends Context.Tag("mesh/MeshHost")<MeshHost, MeshHostService>() {}
+
+export interface MeshHostOptions {
+  /** This peer's 32-byte Ed25519 private seed (PeerKey.generate().seed). */
+  readonly seed: Uint8Array
+  /** Our current credential (it changes on refresh). */
+  readonly credential: Effect.Effect<Uint8Array>
+  readonly trust: Effect.Effect<MeshTrust>
+  /** e.g. ["/ip4/127.0.0.1/tcp/0"] */
+  readonly listen: ReadonlyArray<string>
+  readonly announce?: ReadonlyArray<string>
+  /** router: circuit-relay server, DHT server, gossip hub. node: relay client, DHT client. */
+  readonly mode: "router" | "node"
+}
+
+/** libp2p could not be created or started (bad key, address in use, refused relay listen at start). */
+export class MeshStartError extends Data.TaggedError("MeshStartError")<{ readonly reason: string }> {
+  override get message(): string {
+    return `mesh host did not start: ${this.reason}`
+  }
+}
+
+/** A dial that did not end with an authenticated peer. `reason` never holds a credential. */
+export class MeshDialError extends Data.TaggedError("MeshDialError")<{
+  readonly address: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `dial ${this.address} failed: ${this.reason}`
+  }
+}
+
+export class MeshListenError extends Data.TaggedError("MeshListenError")<{
+  readonly address: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `listen on ${this.address} failed: ${this.reason}`
+  }
+}

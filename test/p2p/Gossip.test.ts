@@ -1,0 +1,130 @@
+import { noise } from "@chainsafe/libp2p-noise"
+import { describe, expect, it } from "@effect/vitest"
+import { gossipsub } from "@libp2p/gossipsub"
+import { identify } from "@libp2p/identify"
+import { kadDHT, passthroughMapper } from "@libp2p/kad-dht"
+import { peerIdFromString } from "@libp2p/peer-id"
+import { ping } from "@libp2p/ping"
+import { tcp } from "@libp2p/tcp"
+import { yamux } from "@libp2p/yamux"
+import { multiaddr } from "@multiformats/multiaddr"
+import { Effect, Ref, Stream } from "effect"
+import * as lp from "it-length-prefixed"
+import { createLibp2p } from "libp2p"
+import { DHT_PROTOCOL } from "../../src/p2p/Libp2pHost.js"
+import { makeTrust, startPeer, waitUntil } from "./fixtures.js"
+
+const TOPIC = "/mesh/test/v1"
+const LATE = "/mesh/test/late/1.0.0"
+const text = (data: Uint8Array) => Buffer.from(data).toString("utf8")
+
+/** A libp2p peer that speaks gossipsub and the mesh DHT but never runs the mesh handshake. */
+const startBarePeer = Effect.acquireRelease(
+  Effect.promise(() =>
+    createLibp2p({
+      addresses: { listen: ["/ip4/127.0.0.1/tcp/0"] },
+      transports: [tcp()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamux()],
+      services: {
+        identify: identify(),
+        ping: ping(),
+        pubsub: gossipsub({ allowPublishToZeroTopicPeers: true }),
+        dht: kadDHT({ protocol: DHT_PROTOCOL, clientMode: true, peerInfoMapper: passthroughMapper }),
+      },
+    }),
+  ),
+  (node) => Effect.promise(async () => node.stop()),
+)
+
+describe("MeshHost gossip", () => {
+  it.scopedLive(
+    "messages from authenticated nodes cross the router; a peer that never authenticates gets no identify, DHT or late-registered protocol answer, its messages go nowhere, and it is cut off after 10 s",
+    () =>
+      Effect.gen(function* () {
+        const trust = makeTrust()
+        const router = yield* startPeer({ mode: "router", trust })
+        const a = yield* startPeer({ mode: "node", trust })
+        const b = yield* startPeer({ mode: "node", trust })
+        yield* a.dial(router.address)
+        yield* b.dial(router.address)
+
+        const received = yield* Ref.make<ReadonlyArray<{ readonly from: string; readonly data: string }>>([])
+        yield* Stream.runForEach(b.subscribe(TOPIC), (m) =>
+          Ref.update(received, (all) => [...all, { from: m.from, data: text(m.data) }]),
+        ).pipe(Effect.forkScoped)
+        const sawFromA = (data: string) =>
+          Effect.map(Ref.get(received), (all) => all.some((m) => m.from === a.peerId && m.data === data))
+        /** Publishes until B has the message: the router joins the topic once it hears of B's subscription. */
+        const deliver = (data: string) =>
+          Effect.gen(function* () {
+            for (let i = 0; i < 50; i++) {
+              yield* a.publish(TOPIC, Buffer.from(data))
+              for (let j = 0; j < 4; j++) {
+                if (yield* sawFromA(data)) return
+                yield* Effect.sleep("50 millis")
+              }
+            }
+            return yield* Effect.dieMessage(`message ${data} never reached b`)
+          })
+
+        yield* deliver("hello")
+        expect(router.libp2p.services.pubsub.getTopics()).toContain(TOPIC)
+        // A protocol registered after start is guarded like the DHT's.
+        yield* Effect.promise(() =>
+          router.libp2p.handle(LATE, async (stream) => {
+            for await (const chunk of stream) stream.send(chunk)
+            await stream.close()
+          }),
+        )
+
+        // A peer without the handshake connects to the router, joins the topic and publishes while the router still
+        // waits for its credential; it also asks the router's DHT.
+        const bare = yield* startBarePeer
+        const bareId = bare.peerId
+        yield* Effect.promise(() => bare.dial(multiaddr(router.address)))
+        yield* waitUntil("router saw the connection", () => router.libp2p.getConnections(bareId).length > 0)
+        const first = router.libp2p.getConnections(bareId).map((c) => c.id)
+        bare.services.pubsub.subscribe(TOPIC)
+        /** One request on a protocol of the router, and its answer if any. */
+        const ask = (protocol: string, request: Uint8Array) =>
+          Effect.promise(async () => {
+            try {
+              const stream = await bare.dialProtocol(multiaddr(router.address), protocol)
+              stream.send(lp.encode.single(request))
+              await stream.close()
+              for await (const frame of lp.decode(stream)) return frame.subarray()
+            } catch {
+              return undefined
+            }
+            return undefined
+          }).pipe(Effect.fork)
+        const dhtAnswer = yield* ask(DHT_PROTOCOL, Uint8Array.from([0x08, 0x04, 0x12, 0x02, 0x00, 0x00]))
+        const lateAnswer = yield* ask(LATE, Buffer.from("hello?"))
+        for (let i = 0; i < 10; i++) {
+          yield* Effect.promise(() => bare.services.pubsub.publish(TOPIC, Buffer.from(`intruder-${i}`)))
+          yield* Effect.sleep("200 millis")
+        }
+        // The router closes a connection that has not authenticated within 10 s (libp2p on the other side redials,
+        // and each new connection gets the same 10 s).
+        yield* waitUntil(
+          "router closed the unauthenticated connection",
+          () => !router.libp2p.getConnections(bareId).some((c) => first.includes(c.id)),
+          15_000,
+        )
+        expect(yield* dhtAnswer.await.pipe(Effect.flatten)).toBeUndefined()
+        expect(yield* lateAnswer.await.pipe(Effect.flatten)).toBeUndefined()
+        // Identify is for authenticated peers too: the peer never learned what the router runs.
+        const routerRecord = yield* Effect.promise(() => bare.peerStore.get(router.libp2p.peerId))
+        expect(routerRecord.metadata.has("AgentVersion")).toBe(false)
+        expect((yield* router.peers).map((p) => p.peerId)).not.toContain(bareId.toString())
+
+        yield* deliver("after")
+        const all = yield* Ref.get(received)
+        expect(all.filter((m) => m.data.startsWith("intruder"))).toEqual([])
+        expect(new Set(all.map((m) => m.from))).toEqual(new Set([a.peerId]))
+        expect(peerIdFromString(a.peerId).equals(bareId)).toBe(false)
+      }),
+    60_000,
+  )
+})
