@@ -21,6 +21,7 @@ import * as CatalogLive from "./nodes/CatalogLive.js"
 import * as NodesLive from "./nodes/NodesLive.js"
 import * as RetentionLive from "./nodes/RetentionLive.js"
 import * as AuditLive from "./operations/AuditLive.js"
+import * as ChangeFeedLive from "./operations/ChangeFeedLive.js"
 import * as DatabaseHealthLive from "./operations/DatabaseHealthLive.js"
 import * as MeshStateMetrics from "./operations/MeshStateMetrics.js"
 import * as MetricsLive from "./operations/MetricsLive.js"
@@ -50,7 +51,6 @@ export const services = (settings: ControlPlaneSettings) =>
       Layer.mergeAll(
         CredentialsLive.layer,
         NodesLive.layer,
-        ChallengesLive.layer,
         PolicyLive.layer,
         BansLive.layer,
         UsersLive.layer,
@@ -63,6 +63,8 @@ export const services = (settings: ControlPlaneSettings) =>
     Layer.provideMerge(
       Layer.mergeAll(
         KeyRingLive.layer,
+        ChallengesLive.layer,
+        ChangeFeedLive.layer,
         DatabaseHealthLive.layer,
         MetricsLive.layer,
         AuditLive.layer,

@@ -4,7 +4,7 @@ import { Context, Duration, Effect, Either, TestClock } from "effect"
 import * as Biscuit from "../../src/crypto/Biscuit.js"
 import * as KeySet from "../../src/domain/KeySet.js"
 import * as PeerKey from "../../src/domain/PeerKey.js"
-import { EnrollmentStatus } from "../../src/gen/mesh_pb.js"
+import { BootstrapEnrollRequestSchema, EnrollmentStatus } from "../../src/gen/mesh_pb.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
 import { admin, mintToken, setPolicy } from "../support/admin.js"
@@ -55,6 +55,7 @@ describeDatabases("bootstrap enrollment", (db) => {
         )
 
         // The token is spent (max_usages 1), yet the approved peer enrolls again without approval.
+        yield* TestClock.adjust(Duration.seconds(1))
         const again = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, peer, token.token))
         expect(again.status).toBe(EnrollmentStatus.APPROVED)
         expect(again.biscuitToken.length).toBeGreaterThan(0)
@@ -180,6 +181,44 @@ describeDatabases("bootstrap enrollment", (db) => {
         410,
         "bootstrap token has expired",
       ])
+    }),
+  )
+
+  it.scoped("a replayed enrollment request is refused, on every replica of the database", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+
+      const database = yield* db.freshShared
+
+      const cp = yield* Harness.make({ database, autoApproveEnrollment: true })
+
+      const other = yield* Harness.make({ database, autoApproveEnrollment: true })
+
+      const token = yield* mintToken(cp, { max_usages: 5 })
+
+      const peer = PeerKey.generate()
+
+      const proof = yield* MeshClient.challenge(peer, "enroll")
+
+      const body = {
+        ...proof,
+
+        bootstrapToken: token.token,
+
+        peerId: peer.peerId,
+
+        publicKey: PeerKey.toProtobuf(peer.publicKey),
+      }
+
+      const first = yield* MeshClient.postProto(`${cp.url}/enroll`, BootstrapEnrollRequestSchema, body)
+
+      expect(first.status).toBe(200)
+
+      for (const url of [cp.url, other.url]) {
+        const replay = yield* MeshClient.postProto(`${url}/enroll`, BootstrapEnrollRequestSchema, body)
+
+        expect([replay.status, MeshClient.errorOf(replay).message]).toEqual([401, "challenge was already used"])
+      }
     }),
   )
 

@@ -134,7 +134,7 @@ export const layer = Layer.effect(
       const key = yield* fromEither(PeerKey.bind(input.peerId, input.publicKey), badRequest)
       yield* fromEither(Labels.validate(input.labels), badRequest)
       if (input.bootstrapToken.trim().length === 0) return yield* badRequest("bootstrap_token is required")
-      yield* challenges.verify({
+      yield* challenges.verifyOnce({
         endpoint: "enroll",
         peerId: key.peerId,
         publicKey: key.publicKey,

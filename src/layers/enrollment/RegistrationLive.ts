@@ -47,7 +47,7 @@ export const layer = Layer.effect(
       const token = yield* oidc.verify(input.idToken)
       const identity = token.identity
       if (yield* bans.isIdentityBanned(identityKey(identity))) return yield* forbidden("identity is banned")
-      yield* challenges.verify({
+      yield* challenges.verifyOnce({
         endpoint: "register",
         peerId: key.peerId,
         publicKey: key.publicKey,

@@ -5,6 +5,7 @@ import { NotFound } from "../../domain/Errors.js"
 import { MeshEvents } from "../../services/events/MeshEvents.js"
 import { type BanOutcome, Bans } from "../../services/nodes/Bans.js"
 import { type Actor, Audit } from "../../services/operations/Audit.js"
+import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
 import { toBool } from "../sql/Columns.js"
 
 export const layer = Layer.effect(
@@ -13,6 +14,7 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const audit = yield* Audit
     const events = yield* MeshEvents
+    const feed = yield* ChangeFeed
 
     const setBanned = (peerId: string, banned: boolean, actor: Actor) =>
       Effect.gen(function* () {
@@ -51,7 +53,12 @@ export const layer = Layer.effect(
 
     /** After the change committed: tell running routers and nodes. */
     const announce = (outcome: BanOutcome, banned: boolean) =>
-      events.publish({ type: banned ? "banned" : "unbanned", peerId: outcome.peerId }).pipe(Effect.as(outcome))
+      feed
+        .publish("bans")
+        .pipe(
+          Effect.zipRight(events.publish({ type: banned ? "banned" : "unbanned", peerId: outcome.peerId })),
+          Effect.as(outcome),
+        )
 
     return {
       ban: (peerId, actor) =>

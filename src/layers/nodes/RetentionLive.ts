@@ -1,7 +1,11 @@
-/** Retention over SQL, with an hourly sweep (and one at start) as a fiber of the layer's scope. */
+/**
+ * Retention over SQL, with an hourly sweep (and one at start) as a fiber of the layer's scope. The sweep also forgets
+ * spent enrollment challenges whose window has passed.
+ */
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
+import { Challenges } from "../../services/identity/Challenges.js"
 import { BATCH, Retention } from "../../services/nodes/Retention.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { toBool } from "../sql/Columns.js"
@@ -14,6 +18,7 @@ export const layer = Layer.scoped(
     const sql = yield* SqlClient.SqlClient
     const config = yield* ControlPlaneConfig
     const metrics = yield* Metrics
+    const challenges = yield* Challenges
     const deleted = metrics.counter("mesh_control_plane_nodes_deleted_total", "Node records deleted by retention.")
     const retention = Duration.toMillis(config.nodeRetention)
 
@@ -28,6 +33,7 @@ export const layer = Layer.scoped(
         RETURNING peer_id`.pipe(Effect.orDie)
 
     const sweep = Effect.gen(function* () {
+      yield* challenges.prune
       if (retention <= 0) return 0
       const cutoff = (yield* Clock.currentTimeMillis) - retention
       let total = 0
@@ -44,14 +50,11 @@ export const layer = Layer.scoped(
       }
       return total
     }).pipe(Effect.withSpan("Retention.sweep"))
-
-    if (retention > 0) {
-      yield* sweep.pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning("retention sweep failed; will retry", cause)),
-        Effect.repeat(Schedule.spaced(SWEEP_EVERY)),
-        Effect.forkScoped,
-      )
-    }
+    yield* sweep.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("retention sweep failed; will retry", cause)),
+      Effect.repeat(Schedule.spaced(SWEEP_EVERY)),
+      Effect.forkScoped,
+    )
     return { sweep }
   }),
 )

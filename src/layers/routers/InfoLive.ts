@@ -1,11 +1,19 @@
-/** Info from the configuration, the leases and the bans. */
+/**
+ * Info from the configuration, the leases and the bans, served from memory. The cached answer is dropped when the
+ * ChangeFeed reports a ban or lease change (on any replica), when the first listed lease expires, and in any case
+ * after a few seconds (changes made by the admin command on sqlite reach no feed).
+ */
 import { create, toBinary } from "@bufbuild/protobuf"
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { ControlPlaneInfoResponseSchema } from "../../gen/mesh_pb.js"
 import { Bans } from "../../services/nodes/Bans.js"
+import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
 import { Info } from "../../services/routers/Info.js"
 import { Leases } from "../../services/routers/Leases.js"
+
+/** Longest a cached /info is served without a change being seen. */
+export const MAX_AGE_MS = 2_000
 
 export const layer = Layer.effect(
   Info,
@@ -13,22 +21,40 @@ export const layer = Layer.effect(
     const config = yield* ControlPlaneConfig
     const leases = yield* Leases
     const bans = yield* Bans
+    const feed = yield* ChangeFeed
     const fixed = {
       oidcIssuer: config.issuers[0] ?? "",
       clientId: config.oidcClientId,
       audience: config.allowedAudiences[0] ?? "",
     }
-    return {
-      body: Effect.map(Effect.all([leases.live, bans.bannedPeerIds], { concurrency: 2 }), ([live, banned]) =>
-        toBinary(
+    let cached:
+      | { readonly body: Uint8Array; readonly version: number; readonly at: number; readonly validUntil: number }
+      | undefined
+
+    const compute = (version: number, now: number) =>
+      Effect.map(Effect.all([leases.live, bans.bannedPeerIds], { concurrency: 2 }), ([live, banned]) => {
+        const body = toBinary(
           ControlPlaneInfoResponseSchema,
           create(ControlPlaneInfoResponseSchema, {
             ...fixed,
             routerAddresses: live.flatMap((l) => l.addresses),
             bannedPeerIds: [...banned],
           }),
-        ),
-      ),
+        )
+        cached = { body, version, at: now, validUntil: Math.min(now + MAX_AGE_MS, ...live.map((l) => l.expiresAt)) }
+        return body
+      })
+
+    return {
+      body: Effect.gen(function* () {
+        const version = yield* feed.version
+        const now = yield* Clock.currentTimeMillis
+        const hit = cached
+        if (hit !== undefined && hit.version === version && now >= hit.at && now < hit.validUntil) {
+          return hit.body
+        }
+        return yield* compute(version, now)
+      }),
     }
   }),
 )

@@ -9,6 +9,7 @@ import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Challenges } from "../../services/identity/Challenges.js"
 import { Credentials } from "../../services/identity/Credentials.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
+import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
 import { type Lease, type LeaseRequest, Leases } from "../../services/routers/Leases.js"
 import { JsonText } from "../sql/Columns.js"
 
@@ -54,6 +55,7 @@ export const layer = Layer.effect(
     const credentials = yield* Credentials
     const nodes = yield* Nodes
     const challenges = yield* Challenges
+    const feed = yield* ChangeFeed
     const duration = Duration.toMillis(config.leaseDuration)
 
     const selectLive = SqlSchema.findAll({
@@ -108,6 +110,7 @@ export const layer = Layer.effect(
       const { peer_id: _, ...updates } = row
       yield* sql`INSERT INTO router_leases ${sql.insert(row)}
         ON CONFLICT (peer_id) DO UPDATE SET ${sql.update(updates)}`.pipe(Effect.orDie)
+      yield* feed.publish("leases")
       return lease
     })
 

@@ -17,6 +17,13 @@ export interface ChallengeProof {
 
 export interface ChallengesService {
   readonly verify: (proof: ChallengeProof) => Effect.Effect<void, Unauthorized>
+  /**
+   * Verifies and spends the proof: the same signature is refused for the rest of its window, on every replica.
+   * For enrollment, where a captured request must not be replayed.
+   */
+  readonly verifyOnce: (proof: ChallengeProof) => Effect.Effect<void, Unauthorized>
+  /** Forgets spent proofs whose window has passed. */
+  readonly prune: Effect.Effect<number>
 }
 
 export class Challenges extends Context.Tag("mesh/Challenges")<Challenges, ChallengesService>() {}

@@ -7,11 +7,12 @@ import type { DatabaseConfig } from "../../../config/DatabaseConfig.js"
 import * as MeshEventsMemory from "../../../layers/events/MeshEventsMemory.js"
 import * as BansLive from "../../../layers/nodes/BansLive.js"
 import * as AuditLive from "../../../layers/operations/AuditLive.js"
+import * as ChangeFeedLive from "../../../layers/operations/ChangeFeedLive.js"
 import * as Migrations from "../../../layers/sql/Migrations.js"
 import * as SqlLive from "../../../layers/sql/SqlLive.js"
 
 export const bansLayer = (database: DatabaseConfig) =>
   BansLive.layer.pipe(
-    Layer.provide(Layer.mergeAll(AuditLive.layer, MeshEventsMemory.layer)),
+    Layer.provide(Layer.mergeAll(AuditLive.layer, MeshEventsMemory.layer, ChangeFeedLive.layer)),
     Layer.provideMerge(Migrations.layer.pipe(Layer.provideMerge(SqlLive.layer(database)))),
   )

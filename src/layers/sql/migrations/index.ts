@@ -9,6 +9,7 @@ import m0002 from "./0002_signing_keys.js"
 import m0003 from "./0003_nodes.js"
 import m0004 from "./0004_enrollment.js"
 import m0005 from "./0005_operations.js"
+import m0006 from "./0006_challenge_replays.js"
 
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_control_plane_meta": m0001,
@@ -16,4 +17,5 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0003_nodes": m0003,
   "0004_enrollment": m0004,
   "0005_operations": m0005,
+  "0006_challenge_replays": m0006,
 }

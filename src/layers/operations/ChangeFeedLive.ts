@@ -1,0 +1,53 @@
+/**
+ * ChangeFeed over the database. On postgres, changes travel between replicas as NOTIFY on one channel, received by a
+ * LISTEN fiber that reconnects after an outage (and counts the outage itself as a change, since notifications may
+ * have been missed). On sqlite there is one server process; a write by another process (the admin command) is seen
+ * when the caches expire, within seconds.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
+
+const CHANNEL = "mesh_changes"
+const RECONNECT_AFTER = Duration.seconds(1)
+
+export const layer = Layer.scoped(
+  ChangeFeed,
+  Effect.gen(function* () {
+    const version = yield* Ref.make(0)
+    const bump = Ref.update(version, (v) => v + 1)
+    // The SqlClient layer hides its driver's tag in its type; on postgres it is there at run time.
+    const pg = yield* Effect.serviceOption(PgClient.PgClient)
+
+    if (Option.isSome(pg)) {
+      const listen = Effect.gen(function* () {
+        yield* Stream.runForEach(pg.value.listen(CHANNEL), () => bump).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("change feed interrupted; reconnecting", cause)),
+        )
+        // The session ended: notifications may have been missed, so count it as a change.
+        yield* bump
+        yield* Effect.sleep(RECONNECT_AFTER)
+      }).pipe(Effect.forever)
+      yield* Effect.forkScoped(listen)
+    }
+
+    return {
+      publish: (topic) =>
+        Effect.zipRight(
+          bump,
+          Option.match(pg, {
+            onNone: () => Effect.void,
+            onSome: (client) =>
+              client
+                .notify(CHANNEL, topic)
+                .pipe(
+                  Effect.catchAll((error) =>
+                    Effect.logWarning("could not announce a change to other replicas", error.message),
+                  ),
+                ),
+          }),
+        ),
+      version: Ref.get(version),
+    }
+  }),
+)
