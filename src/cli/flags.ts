@@ -35,6 +35,16 @@ export const boolean = (name: string, options: { env: string; description: strin
     Options.withDescription(describe(options.description, options.env, "false")),
   )
 
+/** A non-negative integer. */
+export const integer = (name: string, options: { env: string; fallback: number; description: string }) =>
+  text(name, { ...options, fallback: String(options.fallback) }).pipe(
+    Options.mapEffect((value) =>
+      /^\d+$/.test(value.trim()) && Number.isSafeInteger(Number(value))
+        ? Effect.succeed(Number(value))
+        : Effect.fail(invalid(`--${name}: "${value}" is not a non-negative integer`)),
+    ),
+  )
+
 /** Go-style duration text (`24h`, `15m`, `0`). */
 export const duration = (name: string, options: { env: string; fallback: string; description: string }) =>
   text(name, options).pipe(

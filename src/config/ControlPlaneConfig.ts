@@ -32,6 +32,10 @@ export interface ControlPlaneSettings {
   readonly meshReconnectInterval: Duration.Duration
   readonly logLevel: LogLevel.LogLevel
   readonly logFormat: "text" | "json"
+  /** Per-client limit on /register, /enroll and /enroll/status; perSecond 0 disables it. */
+  readonly enrollRateLimit: { readonly perSecond: number; readonly burst: number }
+  /** Largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number
 }
 
 export class ControlPlaneConfig extends Context.Tag("mesh/ControlPlaneConfig")<
@@ -56,6 +60,9 @@ export const defaults = {
   nodeRetention: "720h",
   meshReconnectInterval: "30s",
   logLevel: "info",
+  enrollRateLimit: 10,
+  enrollBurst: 20,
+  maxBodyBytes: 1024 * 1024,
 } as const
 
 /** Settings with every default applied; `overrides` names only what differs. Used by tests and the dev mesh. */
@@ -79,6 +86,8 @@ export const make = (
     meshReconnectInterval: Duration.seconds(30),
     logLevel: LogLevel.Info,
     logFormat: "text",
+    enrollRateLimit: { perSecond: defaults.enrollRateLimit, burst: defaults.enrollBurst },
+    maxBodyBytes: defaults.maxBodyBytes,
     ...overrides,
   }
 }

@@ -73,6 +73,12 @@ export const isDatabaseUnavailable = (error: SqlError): boolean => {
   return error.message.includes("Failed to acquire connection") || error.message.includes("Connection error")
 }
 
+/** sqlite's busy timeout ran out: another process holds the write lock. */
+const isLocked = (error: SqlError): boolean => {
+  const code = (error.cause as { code?: unknown } | undefined)?.code
+  return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED"
+}
+
 const requestErrorResponse = (error: HttpServerError.RequestError) => {
   const text = String((error.cause as { message?: unknown } | undefined)?.message ?? "")
   return /max(imum)? ?bytes|too large/i.test(text)
@@ -95,9 +101,10 @@ export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServer
     if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error))
   }
   if (error instanceof SqlError && isDatabaseUnavailable(error)) {
+    const message = isLocked(error) ? "database is locked by another writer" : "database unavailable"
     return Effect.as(
-      Effect.logWarning("database unavailable", error.message),
-      body(503, "unavailable", "database unavailable", { "retry-after": "1" }),
+      Effect.logWarning(message, error.message),
+      body(503, "unavailable", message, { "retry-after": "1" }),
     )
   }
   return Effect.as(Effect.logError("request failed", cause), body(500, "internal", "internal error"))

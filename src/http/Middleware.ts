@@ -10,13 +10,13 @@ import {
   HttpServerResponse,
 } from "@effect/platform"
 import { Clock, Effect, Option } from "effect"
+import { ControlPlaneConfig } from "../config/ControlPlaneConfig.js"
+import { RateLimited } from "../domain/Errors.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
+import { RateLimiter } from "../services/operations/RateLimiter.js"
 import { ControlPlaneApi } from "./Api.js"
 import * as ErrorResponse from "./ErrorResponse.js"
 import { makeMatcher } from "./RouteLabels.js"
-
-/** Largest request body accepted; mesh messages are a few hundred bytes, policies a few kilobytes. */
-export const MAX_BODY_BYTES = 1024 * 1024
 
 /** The encodings our routes read; anything else (forms, multipart) is refused before a parser touches it. */
 const BODY_TYPES = new Set(["application/json", "application/x-protobuf", "application/octet-stream"])
@@ -24,14 +24,18 @@ const BODY_TYPES = new Set(["application/json", "application/x-protobuf", "appli
 /** An early answer for a body we will not read: too large (413) or of a type no route takes (415). */
 const refuseBody = (
   request: HttpServerRequest.HttpServerRequest,
+  maxBody: number,
 ): HttpServerResponse.HttpServerResponse | undefined => {
   const length = Number(request.headers["content-length"] ?? "0")
-  if (length > MAX_BODY_BYTES) return ErrorResponse.body(413, "payload_too_large", "request body too large")
+  if (length > maxBody) return ErrorResponse.body(413, "payload_too_large", "request body too large")
   const type = request.headers["content-type"]?.split(";")[0]?.trim().toLowerCase()
   if (type === undefined || type === "" || BODY_TYPES.has(type)) return undefined
   if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return undefined
   return ErrorResponse.body(415, "unsupported_media_type", `content type ${type.slice(0, 64)} is not accepted`)
 }
+
+/** The unauthenticated routes that cost the control plane a signature check each: rate limited per client. */
+const LIMITED_ROUTES = new Set(["/register", "/enroll", "/enroll/status"])
 
 /** Probes and scrapes are not counted, so dashboards show traffic rather than monitoring. */
 const UNCOUNTED = new Set(["/healthz", "/readyz", "/metrics"])
@@ -49,17 +53,34 @@ export const layer = HttpApiBuilder.middleware(
       LATENCY_BUCKETS,
     )
     const routeOf = makeMatcher(ControlPlaneApi)
+    const maxBody = (yield* ControlPlaneConfig).maxBodyBytes
+    const limiter = yield* RateLimiter
+    /** A 429 for a client over its enrollment budget. */
+    const limit = (route: string, request: HttpServerRequest.HttpServerRequest) =>
+      LIMITED_ROUTES.has(route)
+        ? Effect.map(limiter.take(Option.getOrElse(request.remoteAddress, () => "unknown")), (wait) =>
+            Option.isNone(wait)
+              ? undefined
+              : ErrorResponse.fromApiError(
+                  new RateLimited({
+                    message: "too many enrollment requests; retry later",
+                    retryAfterSeconds: wait.value,
+                  }),
+                ),
+          )
+        : Effect.succeed(undefined)
     return (app) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
         const path = pathname(request.url)
         const route = routeOf(request.method, path)
-        const refused = route === "unmatched" ? undefined : refuseBody(request)
+        const refused =
+          route === "unmatched" ? undefined : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
         let response =
           refused ??
           (yield* app.pipe(
-            HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(MAX_BODY_BYTES))),
+            HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(maxBody))),
             Effect.catchAllCause(ErrorResponse.fromCause),
           ))
         // Operator and user answers carry secrets (token values) or personal data: never cache them.

@@ -25,6 +25,7 @@ import * as ChangeFeedLive from "./operations/ChangeFeedLive.js"
 import * as DatabaseHealthLive from "./operations/DatabaseHealthLive.js"
 import * as MeshStateMetrics from "./operations/MeshStateMetrics.js"
 import * as MetricsLive from "./operations/MetricsLive.js"
+import * as RateLimiterLive from "./operations/RateLimiterLive.js"
 import * as PolicyLive from "./policy/PolicyLive.js"
 import * as InfoLive from "./routers/InfoLive.js"
 import * as LeasesLive from "./routers/LeasesLive.js"
@@ -65,6 +66,7 @@ export const services = (settings: ControlPlaneSettings) =>
         KeyRingLive.layer,
         ChallengesLive.layer,
         ChangeFeedLive.layer,
+        RateLimiterLive.layer,
         DatabaseHealthLive.layer,
         MetricsLive.layer,
         AuditLive.layer,

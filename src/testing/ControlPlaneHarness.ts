@@ -49,6 +49,8 @@ export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarne
       database: ControlPlaneConfig.sqliteMemory,
       ...overrides,
       bindAddress: overrides.bindAddress ?? { host: "127.0.0.1", port: 0 },
+      // Tests drive many requests from one address; they opt in to rate limiting explicitly.
+      enrollRateLimit: overrides.enrollRateLimit ?? { perSecond: 0, burst: 0 },
       adminToken: Option.some(adminToken),
     })
     const context = yield* Layer.build(ControlPlaneLive.layer(settings))

@@ -109,5 +109,20 @@ export const server = {
     fallback: defaults.meshReconnectInterval,
     description: "How often the event publisher re-reads router leases and dials routers it is not connected to.",
   }),
+  enrollRateLimit: Flag.integer("enroll-rate-limit", {
+    env: "MESH_ENROLL_RATE_LIMIT",
+    fallback: defaults.enrollRateLimit,
+    description: "Requests per second each client may make to /register, /enroll and /enroll/status; 0 disables.",
+  }),
+  enrollBurst: Flag.integer("enroll-burst", {
+    env: "MESH_ENROLL_BURST",
+    fallback: defaults.enrollBurst,
+    description: "Requests a client may make at once before --enroll-rate-limit applies.",
+  }),
+  maxBodyBytes: Flag.integer("max-body-bytes", {
+    env: "MESH_MAX_BODY_BYTES",
+    fallback: defaults.maxBodyBytes,
+    description: "Largest request body accepted, in bytes; larger bodies are refused with 413.",
+  }),
   logLevel: Flag.logLevel,
 }

@@ -39,6 +39,8 @@ export const settingsFromFlags = (flags: ServerFlags) =>
       meshReconnectInterval: flags.meshReconnectInterval,
       logLevel: flags.logLevel,
       logFormat,
+      enrollRateLimit: { perSecond: flags.enrollRateLimit, burst: Math.max(1, flags.enrollBurst) },
+      maxBodyBytes: flags.maxBodyBytes,
     }
     return settings
   })
