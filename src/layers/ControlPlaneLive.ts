@@ -11,7 +11,7 @@ import * as EnrollmentRequestsLive from "./enrollment/EnrollmentRequestsLive.js"
 import * as OidcLive from "./enrollment/OidcLive.js"
 import * as RegistrationLive from "./enrollment/RegistrationLive.js"
 import * as UsersLive from "./enrollment/UsersLive.js"
-import * as MeshEventsMemory from "./events/MeshEventsMemory.js"
+import * as MeshEventsLibp2p from "./events/MeshEventsLibp2p.js"
 import * as ChallengesLive from "./identity/ChallengesLive.js"
 import * as CredentialRefreshLive from "./identity/CredentialRefreshLive.js"
 import * as CredentialsLive from "./identity/CredentialsLive.js"
@@ -36,24 +36,20 @@ import * as SqlLive from "./sql/SqlLive.js"
 export const database = (settings: ControlPlaneSettings) =>
   Migrations.layer.pipe(Layer.provideMerge(SqlLive.layer(settings.database)))
 
-/** Every capability of the control plane, without the HTTP server; each tier sees the tiers below it. */
+/**
+ * Every capability of the control plane, without the HTTP server. Each tier sees the tiers below it; mesh events sit
+ * between the leases they need (to find routers) and the bans and policy that announce through them.
+ */
 export const services = (settings: ControlPlaneSettings) =>
   Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer).pipe(
-    Layer.provideMerge(
-      Layer.mergeAll(
-        LeasesLive.layer,
-        CatalogLive.layer,
-        CredentialRefreshLive.layer,
-        EnrollmentLive.layer,
-        RegistrationLive.layer,
-      ),
-    ),
+    Layer.provideMerge(Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer)),
+    Layer.provideMerge(Layer.mergeAll(BansLive.layer, PolicyLive.layer)),
+    Layer.provideMerge(MeshEventsLibp2p.layer),
+    Layer.provideMerge(Layer.mergeAll(LeasesLive.layer, CatalogLive.layer)),
     Layer.provideMerge(
       Layer.mergeAll(
         CredentialsLive.layer,
         NodesLive.layer,
-        PolicyLive.layer,
-        BansLive.layer,
         UsersLive.layer,
         BootstrapTokensLive.layer,
         EnrollmentRequestsLive.layer,
@@ -70,7 +66,6 @@ export const services = (settings: ControlPlaneSettings) =>
         DatabaseHealthLive.layer,
         MetricsLive.layer,
         AuditLive.layer,
-        MeshEventsMemory.layer,
       ),
     ),
     Layer.provideMerge(database(settings)),

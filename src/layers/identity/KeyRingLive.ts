@@ -4,7 +4,7 @@
  * replicas on one database rotate exactly once per interval and none sees a half-made rotation.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Duration, Effect, Layer, Option, Ref, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Layer, Option, PubSub, Ref, Schedule, Schema, Stream } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import * as Ed25519 from "../../crypto/Ed25519.js"
 import * as KeySet from "../../domain/KeySet.js"
@@ -86,6 +86,10 @@ export const layer = Layer.scoped(
       }).pipe(sql.withTransaction)
 
     const keys = yield* Ref.make<ReadonlyArray<StoredKey>>([])
+    const rotationHub = yield* PubSub.unbounded<{
+      readonly current: StoredKey
+      readonly previous: StoredKey | undefined
+    }>()
     const reload = selectKeys().pipe(
       Effect.flatMap((rows) => Ref.set(keys, rows.map(toStored))),
       Effect.orDie,
@@ -102,9 +106,14 @@ export const layer = Layer.scoped(
       if (interval <= 0) return false
       const now = yield* Clock.currentTimeMillis
       const rotated = yield* rotate(now).pipe(Effect.orDie)
-      if (rotated) yield* Effect.logInfo("signing key rotated")
+      const before = yield* snapshot
       // Re-read whether or not this replica won: another one may have rotated.
       yield* reload
+      if (rotated) {
+        const after = yield* snapshot
+        yield* Effect.logInfo("signing key rotated").pipe(Effect.annotateLogs({ key_id: after.current.id }))
+        yield* PubSub.publish(rotationHub, { current: after.current, previous: before.current })
+      }
       return rotated
     }).pipe(Effect.withSpan("KeyRing.rotateIfDue"))
 
@@ -139,6 +148,6 @@ export const layer = Layer.scoped(
     )
     if (interval > 0) yield* Effect.forkScoped(loop)
 
-    return { snapshot, keysBody, rotateIfDue, reload, nextRotation }
+    return { snapshot, keysBody, rotateIfDue, reload, nextRotation, rotations: Stream.fromPubSub(rotationHub) }
   }),
 )

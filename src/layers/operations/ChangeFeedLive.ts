@@ -5,7 +5,7 @@
  * when the caches expire, within seconds.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option, Ref, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Stream, SubscriptionRef } from "effect"
 import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
 
 const CHANNEL = "mesh_changes"
@@ -14,8 +14,8 @@ const RECONNECT_AFTER = Duration.seconds(1)
 export const layer = Layer.scoped(
   ChangeFeed,
   Effect.gen(function* () {
-    const version = yield* Ref.make(0)
-    const bump = Ref.update(version, (v) => v + 1)
+    const version = yield* SubscriptionRef.make(0)
+    const bump = SubscriptionRef.update(version, (v) => v + 1)
     // The SqlClient layer hides its driver's tag in its type; on postgres it is there at run time.
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
 
@@ -47,7 +47,13 @@ export const layer = Layer.scoped(
                 ),
           }),
         ),
-      version: Ref.get(version),
+      version: SubscriptionRef.get(version),
+      changedSince: (since) =>
+        version.changes.pipe(
+          Stream.filter((v) => v !== since),
+          Stream.runHead,
+          Effect.map((v) => Option.getOrElse(v, () => since)),
+        ),
     }
   }),
 )

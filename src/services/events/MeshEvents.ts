@@ -4,12 +4,9 @@
  * /info and /keys when it next syncs.
  */
 import { Context, type Effect } from "effect"
+import type * as MeshEventCodec from "../../domain/MeshEventCodec.js"
 
-export type MeshEvent =
-  | { readonly type: "banned"; readonly peerId: string }
-  | { readonly type: "unbanned"; readonly peerId: string }
-  | { readonly type: "key_rotation"; readonly publicKey: Uint8Array }
-  | { readonly type: "policy_update" }
+export type MeshEvent = MeshEventCodec.Event
 
 export interface MeshEventsService {
   readonly publish: (event: MeshEvent) => Effect.Effect<void>

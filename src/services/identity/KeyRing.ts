@@ -3,7 +3,7 @@
  * live for the grace period, so credentials it signed keep verifying until their holders refresh. Keys live in the
  * database, shared by every replica; each replica serves them from memory.
  */
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Stream } from "effect"
 import type { SigningKeyPair } from "../../domain/KeySet.js"
 
 export interface StoredKey extends SigningKeyPair {
@@ -31,6 +31,8 @@ export interface KeyRingService {
   readonly reload: Effect.Effect<void>
   /** When the next rotation is due (unix ms), if rotation is enabled. */
   readonly nextRotation: Effect.Effect<Option.Option<number>>
+  /** Rotations this replica performed, as they happen: the new current key and the one it replaced. */
+  readonly rotations: Stream.Stream<{ readonly current: StoredKey; readonly previous: StoredKey | undefined }>
 }
 
 export class KeyRing extends Context.Tag("mesh/KeyRing")<KeyRing, KeyRingService>() {}

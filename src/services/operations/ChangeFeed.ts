@@ -11,6 +11,8 @@ export interface ChangeFeedService {
   /** Announces a committed change, here at once and to other replicas as fast as the database carries it. */
   readonly publish: (topic: Topic) => Effect.Effect<void>
   readonly version: Effect.Effect<number>
+  /** Waits until the version differs from `since`; returns the new version. */
+  readonly changedSince: (since: number) => Effect.Effect<number>
 }
 
 export class ChangeFeed extends Context.Tag("mesh/ChangeFeed")<ChangeFeed, ChangeFeedService>() {}

@@ -1,0 +1,84 @@
+/**
+ * Signed mesh events on the gossip topic `/mesh/events/v1`: a MeshEvent message whose `signature` is an Ed25519
+ * signature by a control-plane signing key over the deterministic encoding of the event with the signature unset.
+ * Receivers accept an event only if a key they trust verifies it and its time is within five minutes of their clock.
+ */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
+import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt"
+import { Either } from "effect"
+import * as Ed25519 from "../crypto/Ed25519.js"
+import { MeshEvent_Type, type MeshEvent as MeshEventMessage, MeshEventSchema } from "../gen/mesh_pb.js"
+
+export const TOPIC = "/mesh/events/v1"
+
+/** How far an event's time may be from the receiver's clock. */
+export const MAX_SKEW_MS = 5 * 60 * 1000
+
+export type Event =
+  | { readonly type: "banned"; readonly peerId: string }
+  | { readonly type: "unbanned"; readonly peerId: string }
+  | { readonly type: "key_rotation"; readonly publicKey: Uint8Array }
+  | { readonly type: "policy_update" }
+
+const toType = {
+  banned: MeshEvent_Type.BANNED,
+  unbanned: MeshEvent_Type.UNBANNED,
+  key_rotation: MeshEvent_Type.KEY_ROTATION,
+  policy_update: MeshEvent_Type.POLICY_UPDATE,
+} as const
+
+const unsigned = (message: MeshEventMessage): Uint8Array =>
+  toBinary(MeshEventSchema, create(MeshEventSchema, { ...message, signature: new Uint8Array(0) }))
+
+export const encode = (event: Event, signerSeed: Uint8Array, nowMs: number): Uint8Array => {
+  const message = create(MeshEventSchema, {
+    type: toType[event.type],
+    peerId: event.type === "banned" || event.type === "unbanned" ? event.peerId : "",
+    eventTime: timestampFromMs(nowMs),
+    newPublicKey: event.type === "key_rotation" ? event.publicKey : new Uint8Array(0),
+  })
+  return toBinary(
+    MeshEventSchema,
+    create(MeshEventSchema, { ...message, signature: Ed25519.signMessage(signerSeed, unsigned(message)) }),
+  )
+}
+
+/** Decodes and checks an event against the trusted keys and the clock. */
+export const decode = (
+  bytes: Uint8Array,
+  trusted: ReadonlyArray<Uint8Array>,
+  nowMs: number,
+): Either.Either<Event, string> => {
+  let message: MeshEventMessage
+  try {
+    message = fromBinary(MeshEventSchema, bytes)
+  } catch {
+    return Either.left("not a MeshEvent")
+  }
+  if (message.signature.length === 0) return Either.left("unsigned")
+  const payload = unsigned(message)
+  if (!trusted.some((key) => Ed25519.verifySignature(key, payload, message.signature))) {
+    return Either.left("not signed by a trusted key")
+  }
+  if (message.eventTime === undefined) return Either.left("no event time")
+  if (Math.abs(nowMs - timestampDate(message.eventTime).getTime()) > MAX_SKEW_MS)
+    return Either.left("too far from our clock")
+  switch (message.type) {
+    case MeshEvent_Type.BANNED:
+      return message.peerId.length > 0
+        ? Either.right({ type: "banned", peerId: message.peerId })
+        : Either.left("no peer id")
+    case MeshEvent_Type.UNBANNED:
+      return message.peerId.length > 0
+        ? Either.right({ type: "unbanned", peerId: message.peerId })
+        : Either.left("no peer id")
+    case MeshEvent_Type.KEY_ROTATION:
+      return message.newPublicKey.length === Ed25519.PUBLIC_KEY_LENGTH
+        ? Either.right({ type: "key_rotation", publicKey: message.newPublicKey })
+        : Either.left("bad key")
+    case MeshEvent_Type.POLICY_UPDATE:
+      return Either.right({ type: "policy_update" })
+    default:
+      return Either.left("unknown type")
+  }
+}
