@@ -26,6 +26,8 @@ export const optionalText = (name: string, options: { env: string; description: 
   Options.text(name).pipe(
     Options.withFallbackConfig(Config.string(options.env)),
     Options.optional,
+    // An empty value (MESH_X= in the environment) means unset.
+    Options.map(Option.filter((value: string) => value.trim().length > 0)),
     Options.withDescription(describe(options.description, options.env)),
   )
 
@@ -130,6 +132,9 @@ export const readSecretFile = (file: string) =>
     catch: (cause) =>
       new UsageError({ message: `cannot read ${file}: ${(cause as NodeJS.ErrnoException).code ?? "error"}` }),
   }).pipe(Effect.map((content) => nonEmpty(content.trim())))
+
+/** A secret given directly (a flag or env value): Redacted from here on. */
+export const redact = (value: string): Redacted.Redacted<string> => Redacted.make(value.trim())
 
 const nonEmpty = (value: string): Option.Option<Redacted.Redacted<string>> =>
   value.length === 0 ? Option.none() : Option.some(Redacted.make(value))

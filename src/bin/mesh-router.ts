@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+import "../platform/polyfill.js"
+import "../platform/biscuit-wasm.js"
+import { meshRouter } from "../cli/mesh-router.js"
+import { runCommand } from "../cli/run.js"
+
+runCommand("mesh-router", meshRouter, process.argv)

@@ -1,0 +1,205 @@
+/**
+ * Membership over the ControlPlaneClient. At start: load or make the key, enroll if there is no usable credential
+ * (bootstrap token, polling while the request is queued, or an ID token), then read keys and bans. Two fibers keep
+ * it current: one refreshes the credential when a third of its lifetime is left, one re-reads keys and bans every
+ * sync interval.
+ */
+import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt"
+import { Clock, Duration, Effect, Either, Layer, Option, Redacted, Ref, Schedule, type Scope } from "effect"
+import * as Ed25519 from "../../crypto/Ed25519.js"
+import * as KeySet from "../../domain/KeySet.js"
+import * as PeerKey from "../../domain/PeerKey.js"
+import { EnrollmentStatus } from "../../gen/mesh_pb.js"
+import { ControlPlaneClient, type ControlPlaneError, type Signer } from "../../services/member/ControlPlaneClient.js"
+import {
+  Membership,
+  MembershipError,
+  type MembershipOptions,
+  type MembershipService,
+} from "../../services/member/Membership.js"
+import * as MemberStore from "./MemberStore.js"
+
+/** Pause after a failed refresh or sync before the next attempt. */
+const RETRY_AFTER = Duration.seconds(30)
+
+interface Current {
+  readonly credential: Uint8Array
+  readonly issuedAt: number
+  readonly expiresAt: number
+}
+
+const expiryOf = (time: Timestamp | undefined, fallback: number) => (time === undefined ? fallback : timestampMs(time))
+
+export const make = (
+  options: MembershipOptions,
+): Effect.Effect<MembershipService, MembershipError | ControlPlaneError, ControlPlaneClient | Scope.Scope> =>
+  Effect.gen(function* () {
+    const client = yield* ControlPlaneClient
+    const store = Option.match(options.dataDir, { onNone: MemberStore.inMemory, onSome: MemberStore.inDirectory })
+
+    const seed = yield* Option.match(yield* store.loadSeed, {
+      onSome: Effect.succeed,
+      onNone: () => {
+        const fresh = PeerKey.generate().seed
+        return Effect.as(store.saveSeed(fresh), fresh)
+      },
+    })
+    const publicKey = Ed25519.publicKeyOf(seed)
+    const signer: Signer = { peerId: PeerKey.peerIdOf(publicKey), seed, publicKey }
+
+    const trusted = yield* Ref.make<ReadonlyArray<KeySet.PublicSigningKey>>(yield* store.loadTrusted)
+    const banned = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const routers = yield* Ref.make<ReadonlyArray<string>>([])
+
+    /** Trusts the control plane key an enrollment answer carried, if we trust none yet (first contact). */
+    const trustFirstKey = (key: Uint8Array) =>
+      Effect.gen(function* () {
+        if ((yield* Ref.get(trusted)).length > 0 || key.length !== Ed25519.PUBLIC_KEY_LENGTH) return
+        // Its id is unknown until the first key set; -1 never matches a credential's key id.
+        yield* Ref.set(trusted, [{ id: -1, publicKey: key }])
+      })
+
+    const keep = (credential: Uint8Array, expiresAt: number) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const current = { credential, issuedAt: now, expiresAt }
+        yield* store.saveCredential(current)
+        return current
+      })
+
+    const enroll: Effect.Effect<Current, MembershipError | ControlPlaneError> = Effect.gen(function* () {
+      if (Option.isSome(options.bootstrapToken)) {
+        const request = {
+          bootstrapToken: Redacted.value(options.bootstrapToken.value),
+          role: options.role,
+          labels: options.labels,
+        }
+        let answer = yield* client.enroll(signer, request)
+        while (answer.status === EnrollmentStatus.PENDING) {
+          yield* Effect.logInfo("enrollment waits for approval").pipe(
+            Effect.annotateLogs({ request_id: answer.requestId }),
+          )
+          yield* Effect.sleep(Duration.seconds(Math.max(1, answer.pollIntervalSeconds)))
+          answer = yield* client.enrollStatus(signer)
+        }
+        if (answer.status !== EnrollmentStatus.APPROVED) {
+          return yield* new MembershipError({ reason: "enrollment was rejected by an operator" })
+        }
+        yield* trustFirstKey(answer.controlPlanePublicKey)
+        return yield* keep(answer.biscuitToken, expiryOf(answer.expireTime, 0))
+      }
+      if (Option.isSome(options.idToken)) {
+        const idToken = yield* options.idToken.value.pipe(
+          Effect.mapError(() => new MembershipError({ reason: "the ID token could not be read" })),
+        )
+        const answer = yield* client.register(signer, {
+          idToken: Redacted.value(idToken),
+          role: options.role,
+          labels: options.labels,
+        })
+        yield* trustFirstKey(answer.controlPlanePublicKey)
+        return yield* keep(answer.biscuitToken, expiryOf(answer.expireTime, 0))
+      }
+      return yield* new MembershipError({ reason: "not enrolled: give a bootstrap token or an ID token" })
+    }).pipe(
+      Effect.tap(() =>
+        Effect.logInfo("enrolled").pipe(Effect.annotateLogs({ peer_id: signer.peerId, role: options.role })),
+      ),
+    )
+
+    const syncKeys = Effect.gen(function* () {
+      const body = yield* client.keys
+      const now = yield* Clock.currentTimeMillis
+      const known = (yield* Ref.get(trusted)).map((k) => k.publicKey)
+      const keys = yield* Either.match(KeySet.verify(body, known, now), {
+        onLeft: (reason) => Effect.fail(new MembershipError({ reason: `control plane key set refused: ${reason}` })),
+        onRight: Effect.succeed,
+      })
+      yield* Ref.set(trusted, keys)
+      yield* store.saveTrusted(keys)
+    })
+
+    const syncInfo = Effect.gen(function* () {
+      const info = yield* client.info
+      yield* Ref.set(banned, new Set(info.bannedPeerIds))
+      yield* Ref.set(routers, [...info.routerAddresses])
+    })
+
+    const sync = Effect.zipRight(syncKeys, syncInfo)
+
+    const saved = yield* store.loadCredential
+    const now = yield* Clock.currentTimeMillis
+    const current = yield* Ref.make<Current>(
+      Option.isSome(saved) && saved.value.expiresAt > now ? saved.value : yield* enroll,
+    )
+    yield* sync
+
+    const refresh = Effect.gen(function* () {
+      const { credential } = yield* Ref.get(current)
+      const answer = yield* client.refresh(signer, credential).pipe(
+        Effect.map((a) => ({ credential: a.biscuitToken, expiresAt: expiryOf(a.expireTime, 0) })),
+        // A superseded or retired credential: enroll again (an approved peer needs no new approval).
+        Effect.catchTag("ControlPlaneRefused", (refused) =>
+          refused.status === 401
+            ? Effect.map(enroll, (c) => ({ credential: c.credential, expiresAt: c.expiresAt }))
+            : Effect.fail(refused),
+        ),
+      )
+      yield* Ref.set(current, yield* keep(answer.credential, answer.expiresAt))
+      yield* Effect.logDebug("credential refreshed")
+    })
+
+    // Refresh when a third of the lifetime is left.
+    const refreshLoop = Effect.gen(function* () {
+      const { issuedAt, expiresAt } = yield* Ref.get(current)
+      const due = expiresAt - (expiresAt - issuedAt) / 3
+      const wait = Math.max(0, due - (yield* Clock.currentTimeMillis))
+      yield* Effect.sleep(Duration.millis(wait))
+      yield* refresh.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(Effect.logWarning("credential refresh failed; retrying", cause), Effect.sleep(RETRY_AFTER)),
+        ),
+      )
+    }).pipe(Effect.forever)
+    yield* Effect.forkScoped(refreshLoop)
+
+    yield* sync.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("key and ban sync failed", cause)),
+      Effect.repeat(Schedule.spaced(options.syncInterval)),
+      Effect.delay(options.syncInterval),
+      Effect.forkScoped,
+    )
+
+    const trust = Effect.map(Effect.zip(Ref.get(trusted), Ref.get(banned)), ([keys, bans]) => {
+      const byId = new Map(keys.map((k) => [k.id, k.publicKey]))
+      return { keyFor: (id: number) => byId.get(id), isBanned: (peerId: string) => bans.has(peerId) }
+    })
+
+    return {
+      peerId: signer.peerId,
+      signer,
+      credential: Effect.map(Ref.get(current), (c) => c.credential),
+      credentialExpiresAt: Effect.map(Ref.get(current), (c) => c.expiresAt),
+      trust,
+      trustedKeys: Effect.map(Ref.get(trusted), (keys) => keys.map((k) => k.publicKey)),
+      routers: Ref.get(routers),
+      banned: Ref.get(banned),
+      apply: (event) => {
+        switch (event.type) {
+          case "banned":
+            return Ref.update(banned, (set) => new Set([...set, event.peerId]))
+          case "unbanned":
+            return Ref.update(banned, (set) => new Set([...set].filter((p) => p !== event.peerId)))
+          case "key_rotation":
+            return syncKeys.pipe(
+              Effect.catchAllCause((cause) => Effect.logWarning("key sync after rotation failed", cause)),
+            )
+          default:
+            return Effect.void
+        }
+      },
+      sync,
+    }
+  })
+
+export const layer = (options: MembershipOptions) => Layer.scoped(Membership, make(options))

@@ -1,0 +1,72 @@
+/**
+ * The control plane as routers and nodes call it: protobuf over HTTP, every request that needs it signed with the
+ * member's key (proof of possession). Failures are typed: the control plane refused (with its status and error
+ * body) or could not be reached.
+ */
+import { Context, Data, type Effect } from "effect"
+import type {
+  BootstrapEnrollResponse,
+  ControlPlaneInfoResponse,
+  EnrollResponse,
+  RouterLeaseResponse,
+  TokenRefreshResponse,
+} from "../../gen/mesh_pb.js"
+
+export class ControlPlaneRefused extends Data.TaggedError("ControlPlaneRefused")<{
+  readonly status: number
+  readonly code: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `control plane refused (${this.status} ${this.code}): ${this.reason}`
+  }
+}
+
+export class ControlPlaneUnreachable extends Data.TaggedError("ControlPlaneUnreachable")<{ readonly reason: string }> {
+  override get message(): string {
+    return `control plane unreachable: ${this.reason}`
+  }
+}
+
+export type ControlPlaneError = ControlPlaneRefused | ControlPlaneUnreachable
+
+export interface Signer {
+  readonly peerId: string
+  readonly seed: Uint8Array
+  readonly publicKey: Uint8Array
+}
+
+export interface ControlPlaneClientService {
+  readonly url: string
+  readonly enroll: (
+    signer: Signer,
+    request: {
+      readonly bootstrapToken: string
+      readonly role: string
+      readonly labels: Readonly<Record<string, string>>
+    },
+  ) => Effect.Effect<BootstrapEnrollResponse, ControlPlaneError>
+  readonly enrollStatus: (signer: Signer) => Effect.Effect<BootstrapEnrollResponse, ControlPlaneError>
+  readonly register: (
+    signer: Signer,
+    request: { readonly idToken: string; readonly role: string; readonly labels: Readonly<Record<string, string>> },
+  ) => Effect.Effect<EnrollResponse, ControlPlaneError>
+  readonly refresh: (signer: Signer, credential: Uint8Array) => Effect.Effect<TokenRefreshResponse, ControlPlaneError>
+  /** The raw /keys body, for KeySet.verify. */
+  readonly keys: Effect.Effect<Uint8Array, ControlPlaneError>
+  readonly info: Effect.Effect<ControlPlaneInfoResponse, ControlPlaneError>
+  readonly lease: (
+    signer: Signer,
+    credential: Uint8Array,
+    lease: {
+      readonly addresses: ReadonlyArray<string>
+      readonly connectedPeers: ReadonlyArray<string>
+      readonly dhtSize: number
+    },
+  ) => Effect.Effect<RouterLeaseResponse, ControlPlaneError>
+}
+
+export class ControlPlaneClient extends Context.Tag("mesh/ControlPlaneClient")<
+  ControlPlaneClient,
+  ControlPlaneClientService
+>() {}

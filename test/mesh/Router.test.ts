@@ -1,0 +1,173 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Duration, Effect, Exit, Option, Scope } from "effect"
+import * as Biscuit from "../../src/crypto/Biscuit.js"
+import * as Ed25519 from "../../src/crypto/Ed25519.js"
+import * as MeshEventCodec from "../../src/domain/MeshEventCodec.js"
+import * as PeerKey from "../../src/domain/PeerKey.js"
+import { Credentials } from "../../src/services/identity/Credentials.js"
+import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as MeshClient from "../../src/testing/MeshClient.js"
+import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import * as TestPeer from "../../src/testing/TestPeer.js"
+import { admin } from "../support/admin.js"
+import { enrolledPeer, within } from "./support.js"
+
+const controlPlane = (overrides: Harness.Overrides = {}) =>
+  Harness.make({ autoApproveEnrollment: true, meshReconnectInterval: Duration.seconds(1), ...overrides })
+
+describe("mesh-router", () => {
+  it.live("two routers enroll, lease and appear in /info; a stopped one vanishes after the lease duration", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane({ leaseDuration: Duration.seconds(3) })
+        const a = yield* RouterHarness.make(cp, { leaseRenewInterval: Duration.seconds(1) })
+        const scopeB = yield* Scope.make()
+        const b = yield* RouterHarness.make(cp, { leaseRenewInterval: Duration.seconds(1) }).pipe(Scope.extend(scopeB))
+        const info = yield* within(10, MeshClient.info(cp.url), (i) => i.routerAddresses.length >= 2)
+        expect([...info.routerAddresses].sort()).toEqual([...a.addresses, ...b.addresses].sort())
+        for (const address of info.routerAddresses) expect(address).toMatch(/\/p2p\/12D3KooW/)
+
+        yield* Scope.close(scopeB, Exit.void)
+        const after = yield* within(10, MeshClient.info(cp.url), (i) =>
+          i.routerAddresses.every((x) => !x.includes(b.peerId)),
+        )
+        expect(after.routerAddresses).toEqual(a.addresses)
+      }),
+    ),
+  )
+
+  it.live("admits enrolled peers, relays between them, and refuses peers without a valid credential", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane()
+        const router = yield* RouterHarness.make(cp)
+        const [address] = router.addresses
+        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+
+        const alice = yield* enrolledPeer(cp, {})
+        const bob = yield* enrolledPeer(cp, {})
+        const seen = yield* alice.host.dial(address)
+        expect(seen.role).toBe("mesh:role:router")
+        yield* alice.host.listen(`${address}/p2p-circuit`)
+        yield* bob.host.dial(address)
+        // Bob reaches Alice through the router's relay.
+        const viaRelay = yield* bob.host.dial(`${address}/p2p-circuit/p2p/${alice.peer.peerId}`)
+        expect(viaRelay.peerId).toBe(alice.peer.peerId)
+
+        const forger = { id: 999, ...Ed25519.generate() }
+        const credentials = Context.get(cp.context, Credentials)
+        const cases: ReadonlyArray<readonly [string, (peerId: string) => Effect.Effect<Uint8Array>]> = [
+          ["no credential", () => Effect.succeed(new Uint8Array(0))],
+          [
+            "an expired credential",
+            (peerId) =>
+              Effect.map(
+                credentials.mint({ peerId, role: "mesh:role:node", labels: {}, notAfterMs: Date.now() - 60_000 }),
+                (m) => m.bytes,
+              ),
+          ],
+          [
+            "a credential from an unknown key",
+            (peerId) =>
+              Effect.sync(() =>
+                Biscuit.mint(
+                  { peerId, role: "mesh:role:node", labels: {}, expiresAtMs: Date.now() + 3_600_000 },
+                  forger,
+                ),
+              ),
+          ],
+        ]
+        for (const [what, credentialFor] of cases) {
+          const peer = PeerKey.generate()
+          const credential = yield* credentialFor(peer.peerId)
+          const stranger = yield* TestPeer.make({ seed: peer.seed, credential, trust: TestPeer.trusting(alice.keys) })
+          const dial = yield* Effect.exit(stranger.dial(address))
+          expect(Exit.isFailure(dial), what).toBe(true)
+          const reserve = yield* Effect.exit(stranger.listen(`${address}/p2p-circuit`))
+          expect(Exit.isFailure(reserve), what).toBe(true)
+          expect(Option.isNone(yield* router.host.peer(peer.peerId)), what).toBe(true)
+        }
+      }),
+    ),
+  )
+
+  it.live("a ban closes the banned peer's connections within 5 seconds, and a router started later refuses it", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane()
+        const router = yield* RouterHarness.make(cp)
+        const [address] = router.addresses
+        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const mallory = yield* enrolledPeer(cp)
+        const carol = yield* enrolledPeer(cp)
+        yield* mallory.host.dial(address)
+        yield* carol.host.dial(address)
+        // Wait until the control plane's event publisher is connected to the router.
+        yield* within(10, router.host.peers, (peers) => peers.some((p) => p.role === "mesh:role:control-plane"))
+
+        const banned = yield* admin(cp, "POST", "/admin/revoke", { peer_id: mallory.peer.peerId })
+        expect(banned.status).toBe(200)
+        yield* within(5, router.host.peer(mallory.peer.peerId), Option.isNone)
+        expect(Option.isSome(yield* router.host.peer(carol.peer.peerId))).toBe(true)
+        // Once Mallory's side has seen the connection close, redialing is refused.
+        yield* within(5, mallory.host.peer(router.peerId), Option.isNone)
+        expect(Exit.isFailure(yield* Effect.exit(mallory.host.dial(address)))).toBe(true)
+
+        const later = yield* RouterHarness.make(cp)
+        const [laterAddress] = later.addresses
+        if (laterAddress === undefined) return yield* Effect.dieMessage("router has no address")
+        expect(Exit.isFailure(yield* Effect.exit(mallory.host.dial(laterAddress)))).toBe(true)
+        expect((yield* carol.host.dial(laterAddress)).peerId).toBe(later.peerId)
+      }),
+    ),
+  )
+
+  it.live("forged and unsigned mesh events are ignored", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane()
+        const router = yield* RouterHarness.make(cp)
+        const [address] = router.addresses
+        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const victim = yield* enrolledPeer(cp)
+        const attacker = yield* enrolledPeer(cp)
+        yield* victim.host.dial(address)
+        yield* attacker.host.dial(address)
+        const forged = MeshEventCodec.encode(
+          { type: "banned", peerId: victim.peer.peerId },
+          Ed25519.generate().seed,
+          Date.now(),
+        )
+        const unsigned = forged.slice(0, forged.length - 66)
+        for (let i = 0; i < 5; i++) {
+          yield* attacker.host.publish(MeshEventCodec.TOPIC, forged)
+          yield* attacker.host.publish(MeshEventCodec.TOPIC, unsigned)
+          yield* Effect.sleep(Duration.millis(200))
+        }
+        expect(Option.isSome(yield* router.host.peer(victim.peer.peerId))).toBe(true)
+        expect((yield* router.membership.banned).has(victim.peer.peerId)).toBe(false)
+      }),
+    ),
+  )
+
+  it.live("after a key rotation the router accepts credentials from the new key and, during the grace, the old", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane({
+          keyRotationInterval: Duration.seconds(4),
+          keyGracePeriod: Duration.minutes(5),
+        })
+        const router = yield* RouterHarness.make(cp, { keysSyncInterval: Duration.seconds(1) })
+        const [address] = router.addresses
+        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const before = yield* enrolledPeer(cp)
+        const oldKey = yield* Effect.map(router.membership.trustedKeys, (keys) => keys.length)
+        // Wait for a rotation, seen by the router.
+        yield* within(15, router.membership.trustedKeys, (keys) => keys.length > oldKey)
+        const after = yield* enrolledPeer(cp)
+        expect((yield* after.host.dial(address)).peerId).toBe(router.peerId)
+        expect((yield* before.host.dial(address)).peerId).toBe(router.peerId)
+      }),
+    ),
+  )
+})
