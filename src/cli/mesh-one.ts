@@ -1,7 +1,7 @@
 /**
  * `mesh-one`: the whole mesh on this machine for development. A control plane on sqlite under a data folder, an
  * admin token generated once and kept there (0600), and a development OIDC issuer on loopback so `--issuer` has a
- * real target. Later a router and a node join it.
+ * real target, and a router enrolled against it. Later a node joins it.
  */
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
@@ -11,8 +11,14 @@ import { HttpServer } from "@effect/platform"
 import { Console, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { JWK } from "jose"
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
+import * as RouterConfig from "../config/RouterConfig.js"
+import { ROUTER_ROLE } from "../domain/Policy.js"
 import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
 import * as Logging from "../layers/Logging.js"
+import * as RouterLive from "../layers/router/RouterLive.js"
+import { BootstrapTokens } from "../services/enrollment/BootstrapTokens.js"
+import { MeshHost } from "../services/mesh/MeshHost.js"
+import { OPERATOR } from "../services/operations/Audit.js"
 import * as DevOidcIssuer from "../testing/DevOidcIssuer.js"
 import * as Flag from "./flags.js"
 
@@ -25,6 +31,10 @@ const flags = {
   port: Options.integer("port").pipe(
     Options.withDefault(8080),
     Options.withDescription("Control plane port on 127.0.0.1. Default: 8080."),
+  ),
+  routerPort: Options.integer("router-port").pipe(
+    Options.withDefault(4001),
+    Options.withDescription("Router libp2p port on 127.0.0.1. Default: 4001."),
   ),
   issuerPort: Options.integer("issuer-port").pipe(
     Options.withDefault(8090),
@@ -41,11 +51,24 @@ const secretFile = (path: string, create: () => string): string => {
   return value
 }
 
-const banner = (cp: string, issuer: string, dir: string) =>
+/** A router-role bootstrap token straight from the control plane's own service (no admin round trip). */
+const routerToken = (controlPlane: Context.Context<BootstrapTokens>) =>
+  Context.get(controlPlane, BootstrapTokens).mint({
+    role: ROUTER_ROLE,
+    ttlHours: 1,
+    maxUsages: 1,
+    description: "mesh-one router",
+    autonomousRecovery: true,
+    ownerId: undefined,
+    actor: OPERATOR,
+  })
+
+const banner = (cp: string, issuer: string, dir: string, routers: ReadonlyArray<string>) =>
   `
 mesh-one: a development mesh on this machine
 
   control plane  ${cp}   (sqlite: ${join(dir, "control-plane.db")})
+  router         ${routers.join(" ")}
   OIDC issuer    ${issuer}   DEVELOPMENT ONLY: it signs an ID token for anyone who asks
   admin token    ${join(dir, "admin-token")}   (mode 0600)
 
@@ -82,8 +105,26 @@ export const meshOne = Command.make("mesh-one", flags, (options) =>
       const controlPlane = yield* Layer.build(ControlPlaneLive.layer(settings))
       const address = Context.get(controlPlane, HttpServer.HttpServer).address
       const port = address._tag === "TcpAddress" ? address.port : options.port
-      yield* Console.log(banner(`http://127.0.0.1:${port}`, issuer.url, dir))
+      const cpUrl = `http://127.0.0.1:${port}`
+      // The router enrolls once with a router token minted here; later starts reuse its key and credential.
+      const routerDir = join(dir, "router")
+      const bootstrapToken = existsSync(join(routerDir, "credential.json"))
+        ? Option.none()
+        : Option.some(Redacted.make((yield* routerToken(controlPlane)).secret))
+      const router = yield* Layer.build(
+        RouterLive.layer(
+          RouterConfig.make({
+            controlPlaneUrl: cpUrl,
+            listen: [`/ip4/127.0.0.1/tcp/${options.routerPort}`],
+            dataDir: Option.some(routerDir),
+            bootstrapToken,
+            logLevel: options.logLevel,
+          }),
+        ),
+      )
+      const routerAddresses = yield* Context.get(router, MeshHost).addresses
+      yield* Console.log(banner(cpUrl, issuer.url, dir, routerAddresses))
       return yield* Effect.never
     }),
   ).pipe(Effect.provide(Logging.layerFromConfig(options.logLevel))),
-).pipe(Command.withDescription("Run a development mesh on this machine: control plane and OIDC issuer."))
+).pipe(Command.withDescription("Run a development mesh on this machine: control plane, router and OIDC issuer."))

@@ -2,7 +2,9 @@ import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fromBinary } from "@bufbuild/protobuf"
 import { afterAll, describe, expect, it } from "@effect/vitest"
+import { ControlPlaneInfoResponseSchema } from "../../src/gen/mesh_pb.js"
 import { nodeArgs } from "../support/processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mesh-one-test-"))
@@ -13,7 +15,7 @@ const startMeshOne = () =>
   new Promise<{ controlPlane: string; issuer: string; stop: () => Promise<void> }>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      nodeArgs("mesh-one", ["--data-dir", dir, "--port", "0", "--issuer-port", "0"]),
+      nodeArgs("mesh-one", ["--data-dir", dir, "--port", "0", "--issuer-port", "0", "--router-port", "0"]),
       {
         stdio: ["ignore", "pipe", "pipe"],
       },
@@ -45,6 +47,17 @@ describe("mesh-one", () => {
       expect(await (await fetch(`${mesh.controlPlane}/healthz`)).json()).toEqual({ status: "ok" })
       expect(await (await fetch(`${mesh.controlPlane}/readyz`)).json()).toEqual({ status: "ready" })
       expect(await (await fetch(`${mesh.controlPlane}/metrics`)).text()).toContain("process_resident_memory_bytes")
+      // The router enrolled and holds a lease: the control plane lists it.
+      const info = await (async () => {
+        for (let i = 0; i < 50; i++) {
+          const body = new Uint8Array(await (await fetch(`${mesh.controlPlane}/info`)).arrayBuffer())
+          const decoded = fromBinary(ControlPlaneInfoResponseSchema, body)
+          if (decoded.routerAddresses.length > 0) return decoded
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        throw new Error("the router never appeared on /info")
+      })()
+      expect(info.routerAddresses[0]).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/12D3KooW/)
       const discovery = (await (await fetch(`${mesh.issuer}/.well-known/openid-configuration`)).json()) as {
         issuer: string
       }
