@@ -65,7 +65,7 @@ export const isDatabaseUnavailable = (error: SqlError): boolean => {
     const message = (cause as { message?: unknown }).message
     if (
       typeof message === "string" &&
-      /Connection terminated|timeout exceeded when trying to connect|Connection timed out/i.test(message)
+      /Connection terminated|timeout exceeded when trying to connect|Connection timed out|not queryable/i.test(message)
     )
       return true
     cause = (cause as { cause?: unknown }).cause
@@ -100,10 +100,14 @@ export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServer
     if (error._tag === "RouteNotFound") return Effect.succeed(body(404, "not_found", "no such route"))
     if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error))
   }
-  if (error instanceof SqlError && isDatabaseUnavailable(error)) {
-    const message = isLocked(error) ? "database is locked by another writer" : "database unavailable"
+  // Any database failure in the cause decides, not only the first: a lost connection often surfaces twice.
+  const unavailable = [...Cause.failures(cause), ...Cause.defects(cause)].find(
+    (e): e is SqlError => e instanceof SqlError && isDatabaseUnavailable(e),
+  )
+  if (unavailable !== undefined) {
+    const message = isLocked(unavailable) ? "database is locked by another writer" : "database unavailable"
     return Effect.as(
-      Effect.logWarning(message, error.message),
+      Effect.logWarning(message, unavailable.message),
       body(503, "unavailable", message, { "retry-after": "1" }),
     )
   }

@@ -80,10 +80,19 @@ export const inMemory = (): MemberStore => {
   let trusted: ReadonlyArray<PublicSigningKey> = []
   return {
     loadSeed: Effect.sync(() => seed),
-    saveSeed: (s) => Effect.sync(() => void (seed = Option.some(s))),
+    saveSeed: (s) =>
+      Effect.sync(() => {
+        seed = Option.some(s)
+      }),
     loadCredential: Effect.sync(() => credential),
-    saveCredential: (c) => Effect.sync(() => void (credential = Option.some(c))),
+    saveCredential: (c) =>
+      Effect.sync(() => {
+        credential = Option.some(c)
+      }),
     loadTrusted: Effect.sync(() => trusted),
-    saveTrusted: (k) => Effect.sync(() => void (trusted = k)),
+    saveTrusted: (k) =>
+      Effect.sync(() => {
+        trusted = k
+      }),
   }
 }

@@ -1,21 +1,18 @@
 /**
  * The one SqlClient of the control plane, chosen by `--db-driver`.
  *
- * sqlite: WAL journal, a busy timeout so a second writer (the admin CLI, another process) waits instead of failing,
- * and a database file created with mode 0600 because it holds signing keys.
+ * sqlite: WAL journal, a bounded non-blocking wait when another process holds the write lock (SqliteClientLive), and
+ * a database file created with mode 0600 because it holds signing keys.
  * postgres: a pool whose first connection is retried while the server comes up; int8 columns (our unix-millisecond
  * times and counts) are read as numbers.
  */
 import { closeSync, existsSync, openSync } from "node:fs"
-import { SqlClient, type SqlError } from "@effect/sql"
+import type { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import pg from "pg"
 import type { DatabaseConfig } from "../../config/DatabaseConfig.js"
-
-/** How long a sqlite writer waits for a lock held by another connection before the statement fails. */
-export const SQLITE_BUSY_TIMEOUT_MS = 5_000
+import * as SqliteClientLive from "./SqliteClientLive.js"
 
 const INT8_OID = 20
 
@@ -31,23 +28,13 @@ const createPrivateFile = (filename: string): void => {
   closeSync(openSync(filename, "a", 0o600))
 }
 
-const sqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> => {
-  const client = Layer.unwrapEffect(
+const sqlite = (filename: string): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> =>
+  Layer.unwrapEffect(
     Effect.sync(() => {
       createPrivateFile(filename)
-      return SqliteClient.layer({ filename })
-    }),
-  ).pipe(Layer.orDie)
-  const pragmas = Layer.effectDiscard(
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`PRAGMA busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`)
-      yield* sql.unsafe("PRAGMA foreign_keys = ON")
-      yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      return SqliteClientLive.layer(filename)
     }),
   )
-  return pragmas.pipe(Layer.provideMerge(client))
-}
 
 /** Connection attempts at start: about 30 seconds in all, as the reference system does, then the start fails. */
 const connectRetry = Schedule.exponential(Duration.millis(250), 1.5).pipe(

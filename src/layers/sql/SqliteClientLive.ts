@@ -1,0 +1,120 @@
+/**
+ * The sqlite SqlClient, on better-sqlite3, with one change from @effect/sql-sqlite-node: waiting for a lock held by
+ * another process (the admin command, an operator's shell) does not block the event loop. better-sqlite3 would spin
+ * inside its busy handler for the whole busy timeout, freezing every route, health probes included; here the handler
+ * is off (timeout 0) and a statement that meets SQLITE_BUSY is retried after an Effect sleep, for up to
+ * BUSY_WAIT, then fails. Only this process's database work waits meanwhile (it shares one connection).
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { SqlClient } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import Sqlite from "better-sqlite3"
+import { Cache, Duration, Effect, Layer, Schedule, Scope } from "effect"
+
+/** How long a statement keeps trying while another connection holds the lock. */
+export const BUSY_WAIT = Duration.seconds(5)
+
+const isBusy = (error: SqlError): boolean => {
+  const code = (error.cause as { code?: unknown } | undefined)?.code
+  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code === "SQLITE_LOCKED")
+}
+
+const busyRetry = Schedule.exponential(Duration.millis(5), 1.5).pipe(
+  Schedule.either(Schedule.spaced(Duration.millis(100))),
+  Schedule.upTo(BUSY_WAIT),
+)
+
+export const make = (
+  filename: string,
+): Effect.Effect<SqlClient.SqlClient, never, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function* () {
+    const compiler = Statement.makeCompilerSqlite()
+    const db = new Sqlite(filename, { timeout: 0 })
+    yield* Effect.addFinalizer(() => Effect.sync(() => db.close()))
+    db.pragma("journal_mode = WAL")
+    db.pragma("foreign_keys = ON")
+    db.pragma("synchronous = NORMAL")
+
+    const prepareCache = yield* Cache.make({
+      capacity: 200,
+      timeToLive: Duration.minutes(10),
+      lookup: (sql: string) =>
+        Effect.try({
+          try: () => db.prepare(sql),
+          catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
+        }),
+    })
+
+    const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
+      Effect.suspend(() => {
+        try {
+          if (statement.reader) return Effect.succeed(statement.all(...params) as ReadonlyArray<unknown>)
+          const result = statement.run(...params)
+          return Effect.succeed(raw ? (result as unknown as ReadonlyArray<unknown>) : [])
+        } catch (cause) {
+          return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+        }
+      }).pipe(Effect.retry({ schedule: busyRetry, while: isBusy }))
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
+      Effect.flatMap(prepareCache.get(sql), (statement) => runStatement(statement, params, raw))
+
+    const connection: Connection = {
+      execute: (sql, params, transformRows) =>
+        transformRows ? Effect.map(run(sql, params), (rows) => transformRows(rows as Array<object>)) : run(sql, params),
+      executeRaw: (sql, params) => run(sql, params, true),
+      executeValues: (sql, params) =>
+        Effect.flatMap(prepareCache.get(sql), (statement) =>
+          Effect.try({
+            try: () => {
+              if (!statement.reader) {
+                statement.run(...params)
+                return []
+              }
+              statement.raw(true)
+              try {
+                return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+              } finally {
+                statement.raw(false)
+              }
+            },
+            catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" }),
+          }),
+        ),
+      executeUnprepared: (sql, params, transformRows) => {
+        const effect = Effect.flatMap(
+          Effect.try({
+            try: () => db.prepare(sql),
+            catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
+          }),
+          (statement) => runStatement(statement, params ?? [], false),
+        )
+        return transformRows ? Effect.map(effect, (rows) => transformRows(rows as Array<object>)) : effect
+      },
+      executeStream: () => Effect.dieMessage("executeStream not implemented"),
+    } as Connection
+
+    // One connection, used by one fiber at a time; a transaction holds it to its end.
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1))),
+        ),
+        connection,
+      ),
+    )
+    return yield* SqlClient.make({
+      acquirer,
+      compiler,
+      transactionAcquirer,
+      spanAttributes: [["db.system.name", "sqlite"]],
+    })
+  })
+
+export const layer = (filename: string): Layer.Layer<SqlClient.SqlClient> =>
+  Layer.scoped(SqlClient.SqlClient, make(filename)).pipe(Layer.provide(Reactivity.layer))
