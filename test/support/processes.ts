@@ -25,7 +25,8 @@ export const runBin = (name: string, args: ReadonlyArray<string>, env: NodeJS.Pr
     cwd: root,
     env: { ...process.env, ...env },
     encoding: "utf8",
-    timeout: 60_000,
+    // A loaded CI machine runs several suites at once; a command that needs more than this is stuck.
+    timeout: 120_000,
   })
   return { status: result.status, stdout: result.stdout, stderr: result.stderr }
 }

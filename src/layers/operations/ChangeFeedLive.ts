@@ -5,21 +5,20 @@
  * when the caches expire, within seconds.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option, Stream, SubscriptionRef } from "effect"
-import { ChangeFeed } from "../../services/operations/ChangeFeed.js"
+import { Duration, Effect, Layer, Option, type Scope, Stream, SubscriptionRef } from "effect"
+import { ChangeFeed, type ChangeFeedService } from "../../services/operations/ChangeFeed.js"
 
 const CHANNEL = "mesh_changes"
 const RECONNECT_AFTER = Duration.seconds(1)
 
-export const layer = Layer.scoped(
-  ChangeFeed,
+const make = (options: { readonly listen: boolean }): Effect.Effect<ChangeFeedService, never, Scope.Scope> =>
   Effect.gen(function* () {
     const version = yield* SubscriptionRef.make(0)
     const bump = SubscriptionRef.update(version, (v) => v + 1)
     // The SqlClient layer hides its driver's tag in its type; on postgres it is there at run time.
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
 
-    if (Option.isSome(pg)) {
+    if (Option.isSome(pg) && options.listen) {
       const listen = Effect.gen(function* () {
         yield* Stream.runForEach(pg.value.listen(CHANNEL), () => bump).pipe(
           Effect.catchAllCause((cause) => Effect.logWarning("change feed interrupted; reconnecting", cause)),
@@ -55,5 +54,10 @@ export const layer = Layer.scoped(
           Effect.map((v) => Option.getOrElse(v, () => since)),
         ),
     }
-  }),
-)
+  })
+
+/** A server replica: announces its changes and hears everyone else's. */
+export const layer = Layer.scoped(ChangeFeed, make({ listen: true }))
+
+/** A one-shot command (the admin CLI): announces its change and exits, hearing nothing. */
+export const publisher = Layer.scoped(ChangeFeed, make({ listen: false }))

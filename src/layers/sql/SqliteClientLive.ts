@@ -11,15 +11,18 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
-import { Cache, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import { Cache, Clock, Duration, Effect, Layer, Schedule, Scope } from "effect"
 
 /** How long a statement keeps trying while another connection holds the lock. */
 export const BUSY_WAIT = Duration.seconds(5)
 
-const isBusy = (error: SqlError): boolean => {
-  const code = (error.cause as { code?: unknown } | undefined)?.code
-  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code === "SQLITE_LOCKED")
-}
+/**
+ * Only plain SQLITE_BUSY is worth waiting out. The extended codes are not: SQLITE_BUSY_SNAPSHOT means our transaction
+ * reads a snapshot another writer has since replaced, and no amount of waiting will let it write.
+ */
+const isBusy = (error: SqlError): boolean => (error.cause as { code?: unknown } | undefined)?.code === "SQLITE_BUSY"
+
+const realClock = Clock.make()
 
 const busyRetry = Schedule.exponential(Duration.millis(5), 1.5).pipe(
   Schedule.either(Schedule.spaced(Duration.millis(100))),
@@ -56,7 +59,11 @@ export const make = (
         } catch (cause) {
           return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
         }
-      }).pipe(Effect.retry({ schedule: busyRetry, while: isBusy }))
+      }).pipe(
+        Effect.retry({ schedule: busyRetry, while: isBusy }),
+        // Another process releases its lock in real time, whatever clock the caller runs under (a test clock too).
+        Effect.withClock(realClock),
+      )
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
       Effect.flatMap(prepareCache.get(sql), (statement) => runStatement(statement, params, raw))

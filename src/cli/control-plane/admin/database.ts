@@ -13,6 +13,6 @@ import * as SqlLive from "../../../layers/sql/SqlLive.js"
 
 export const bansLayer = (database: DatabaseConfig) =>
   BansLive.layer.pipe(
-    Layer.provide(Layer.mergeAll(AuditLive.layer, MeshEventsMemory.layer, ChangeFeedLive.layer)),
+    Layer.provide(Layer.mergeAll(AuditLive.layer, MeshEventsMemory.layer, ChangeFeedLive.publisher)),
     Layer.provideMerge(Migrations.layer.pipe(Layer.provideMerge(SqlLive.layer(database)))),
   )
