@@ -11,6 +11,8 @@ import * as Report from "./lib/report.js"
 const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Promise<ReadonlyArray<Entry>> }>]> = [
   ["http-overhead", () => import("./http-overhead.js")],
   ["refresh", () => import("./refresh.js")],
+  ["enroll", () => import("./enroll.js")],
+  ["info-keys", () => import("./info-keys.js")],
   ["mesh", () => import("./mesh.js")],
 ]
 

@@ -24,7 +24,7 @@ import {
 } from "../../services/enrollment/Enrollment.js"
 import { EnrollmentRequests } from "../../services/enrollment/EnrollmentRequests.js"
 import { Challenges } from "../../services/identity/Challenges.js"
-import { Credentials } from "../../services/identity/Credentials.js"
+import { Credentials, type Minted } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
 import { Audit } from "../../services/operations/Audit.js"
@@ -66,10 +66,13 @@ export const layer = Layer.effect(
         }
       })
 
+    /** Labels within the role's allowed_labels; no labels need no policy read. */
     const labelsAllowed = (role: string, labels: Readonly<Record<string, string>>) =>
-      Effect.flatMap(policy.current, (snapshot) =>
-        fromEither(PolicyRules.checkLabels(snapshot.document, [role], labels), forbidden),
-      )
+      Object.keys(labels).length === 0
+        ? Effect.void
+        : Effect.flatMap(policy.current, (snapshot) =>
+            fromEither(PolicyRules.checkLabels(snapshot.document, [role], labels), forbidden),
+          )
 
     const newNode = (
       request: Pick<EnrollmentRequest, "peerId" | "publicKey" | "requestedRole" | "labels">,
@@ -102,18 +105,26 @@ export const layer = Layer.effect(
         return minted
       })
 
-    /** Spends a usage and creates the node, and records or resolves the request, all or nothing. */
+    /**
+     * Spends a usage and creates the node (with its first credential when one was minted), and records or resolves
+     * the request, all or nothing.
+     */
     const admit = <E>(
       request: EnrollmentRequest,
       token: Token.BootstrapToken,
       now: number,
       record: Effect.Effect<void, E>,
+      credential?: Minted,
     ) =>
       Effect.gen(function* () {
         yield* record
         if (!(yield* tokens.spend(token.id, now))) return yield* new Gone({ message: messages.tokenUsedUp })
         const node = newNode(request, token, now)
-        yield* nodes.save(node)
+        yield* nodes.save(
+          credential === undefined
+            ? node
+            : { ...node, credentialDigest: credential.digest, credentialExpiresAt: credential.expiresAtMs },
+        )
         return node
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
@@ -196,7 +207,9 @@ export const layer = Layer.effect(
         )
         return { status: "pending" as const, requestId: request.id }
       }
-      const node = yield* admit(
+      // Minted before the transaction, so the node is created with its credential in one write.
+      const credential = yield* credentials.mint({ peerId: key.peerId, role, labels: input.labels })
+      yield* admit(
         request,
         token,
         now,
@@ -209,8 +222,8 @@ export const layer = Layer.effect(
             details: { peer_id: key.peerId },
           }),
         ),
+        credential,
       )
-      const credential = yield* issue(node)
       yield* Effect.logInfo("node enrolled").pipe(
         Effect.annotateLogs({ peer_id: key.peerId, method: "bootstrap", role, ttl_ms: credential.expiresAtMs - now }),
       )

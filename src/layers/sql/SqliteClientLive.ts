@@ -11,7 +11,9 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
-import { Cache, Clock, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import { Clock, Duration, Effect, Layer, Schedule, Scope } from "effect"
+
+const PREPARED_CAPACITY = 500
 
 /** How long a statement keeps trying while another connection holds the lock. */
 export const BUSY_WAIT = Duration.seconds(5)
@@ -40,15 +42,22 @@ export const make = (
     db.pragma("foreign_keys = ON")
     db.pragma("synchronous = NORMAL")
 
-    const prepareCache = yield* Cache.make({
-      capacity: 200,
-      timeToLive: Duration.minutes(10),
-      lookup: (sql: string) =>
-        Effect.try({
-          try: () => db.prepare(sql),
-          catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
-        }),
-    })
+    // Prepared statements by SQL text. A plain map: the effectful Cache of the stock client costs more per lookup than
+    // most of our statements take to run.
+    const prepared = new Map<string, Sqlite.Statement>()
+    const prepare = (sql: string) =>
+      Effect.try({
+        try: () => {
+          let statement = prepared.get(sql)
+          if (statement === undefined) {
+            statement = db.prepare(sql)
+            if (prepared.size >= PREPARED_CAPACITY) prepared.delete(prepared.keys().next().value as string)
+            prepared.set(sql, statement)
+          }
+          return statement
+        },
+        catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
+      })
 
     const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
       Effect.suspend(() => {
@@ -66,14 +75,14 @@ export const make = (
       )
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(prepareCache.get(sql), (statement) => runStatement(statement, params, raw))
+      Effect.flatMap(prepare(sql), (statement) => runStatement(statement, params, raw))
 
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
         transformRows ? Effect.map(run(sql, params), (rows) => transformRows(rows as Array<object>)) : run(sql, params),
       executeRaw: (sql, params) => run(sql, params, true),
       executeValues: (sql, params) =>
-        Effect.flatMap(prepareCache.get(sql), (statement) =>
+        Effect.flatMap(prepare(sql), (statement) =>
           Effect.try({
             try: () => {
               if (!statement.reader) {
