@@ -51,14 +51,4 @@ export const start = async (
   }
 }
 
-export const freePort = async (): Promise<number> => {
-  const { createServer } = await import("node:net")
-  return new Promise((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-}
+export { freePort } from "../../src/testing/Ports.js"

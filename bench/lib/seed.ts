@@ -2,54 +2,23 @@
 import { randomBytes } from "node:crypto"
 import { SqlClient } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import * as PeerKey from "../../src/domain/PeerKey.js"
 import { BootstrapTokens } from "../../src/services/enrollment/BootstrapTokens.js"
-import { Credentials } from "../../src/services/identity/Credentials.js"
-import { Nodes } from "../../src/services/nodes/Nodes.js"
 import { OPERATOR } from "../../src/services/operations/Audit.js"
+import * as DirectEnrollment from "../../src/testing/DirectEnrollment.js"
 import type { RunningControlPlane } from "./controlPlane.js"
 
 export interface SeededNode {
-  readonly peer: ReturnType<typeof PeerKey.generate>
+  readonly peer: DirectEnrollment.EnrolledNode["peer"]
   credential: Uint8Array
 }
 
 /** Enrolled nodes with a current credential each, made through the services as enrollment would. */
 export const nodes = (cp: RunningControlPlane, count: number): Promise<Array<SeededNode>> =>
   cp.runtime.runPromise(
-    Effect.gen(function* () {
-      const credentials = yield* Credentials
-      const store = yield* Nodes
-      const now = yield* Clock.currentTimeMillis
-      return yield* Effect.forEach(Array.from({ length: count }), () =>
-        Effect.gen(function* () {
-          const peer = PeerKey.generate()
-          const minted = yield* credentials.mint({
-            peerId: peer.peerId,
-            role: "mesh:role:node",
-            labels: { zone: "eu" },
-          })
-          yield* store.save({
-            peerId: peer.peerId,
-            publicKey: peer.publicKey,
-            role: "mesh:role:node",
-            labels: { zone: "eu" },
-            enrollmentType: "bootstrap",
-            identity: undefined,
-            ownerId: undefined,
-            autonomousRecovery: false,
-            credentialDigest: minted.digest,
-            credentialExpiresAt: minted.expiresAtMs,
-            sessionExpiresAt: undefined,
-            enrolledAt: now,
-            refreshedAt: undefined,
-            banned: false,
-            bannedAt: undefined,
-          })
-          return { peer, credential: minted.bytes }
-        }),
-      )
-    }),
+    Effect.map(
+      Effect.forEach(Array.from({ length: count }), () => DirectEnrollment.enroll({ labels: { zone: "eu" } })),
+      (all) => all.map((n) => ({ ...n })),
+    ),
   )
 
 /** A token with room for every enrollment a benchmark makes. */

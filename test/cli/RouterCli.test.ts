@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fromBinary } from "@bufbuild/protobuf"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { ControlPlaneInfoResponseSchema } from "../../src/gen/mesh_pb.js"
+import { freePort } from "../../src/testing/Ports.js"
 import { nodeArgs, runBin } from "../support/processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mesh-router-test-"))
@@ -14,15 +14,6 @@ afterAll(() => {
   for (const child of children) child.kill("SIGKILL")
   rmSync(dir, { recursive: true, force: true })
 })
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 const start = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) => {
   const child = spawn(process.execPath, nodeArgs(name, args), {

@@ -1,4 +1,3 @@
-import { createServer } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import { SignJWT } from "jose"
@@ -6,6 +5,7 @@ import * as ControlPlaneConfig from "../../src/config/ControlPlaneConfig.js"
 import * as OidcLive from "../../src/layers/enrollment/OidcLive.js"
 import { Oidc } from "../../src/services/enrollment/Oidc.js"
 import * as DevOidcIssuer from "../../src/testing/DevOidcIssuer.js"
+import * as Ports from "../../src/testing/Ports.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")
 const AUDIENCE = "mesh-test-audience"
@@ -40,14 +40,7 @@ const refusal = (oidc: Effect.Effect.Success<typeof Oidc>, token: string) =>
   })
 
 /** A loopback port nobody listens on (just released by us). */
-const freePort = Effect.async<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
+const freePort = Effect.promise(Ports.freePort)
 
 describe("Oidc", () => {
   it.scoped("a valid token yields the identity and the token's expiry", () =>

@@ -4,10 +4,10 @@
  */
 import { execFileSync } from "node:child_process"
 import { chownSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, type Scope } from "effect"
+import { freePort } from "../../src/testing/Ports.js"
 
 export interface PostgresCluster {
   readonly url: string
@@ -21,16 +21,6 @@ const binDir = (): string => {
   return join("/usr/lib/postgresql", versions[0], "bin")
 }
 
-const freePort = () =>
-  Effect.async<number>((resume) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resume(Effect.succeed(port)))
-    })
-  })
-
 /** Runs a server binary as the `postgres` user when we are root (postgres refuses to run as root). */
 const run = (bin: string, args: ReadonlyArray<string>) => {
   const asRoot = process.getuid?.() === 0
@@ -40,7 +30,7 @@ const run = (bin: string, args: ReadonlyArray<string>) => {
 
 export const make: Effect.Effect<PostgresCluster, never, Scope.Scope> = Effect.gen(function* () {
   const bin = binDir()
-  const port = yield* freePort()
+  const port = yield* Effect.promise(freePort)
   const dir = yield* Effect.acquireRelease(
     Effect.sync(() => {
       const d = mkdtempSync(join(tmpdir(), "mesh-pg-"))
