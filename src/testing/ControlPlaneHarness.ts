@@ -7,7 +7,7 @@
  */
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "../http/Api.js"
 import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
@@ -53,7 +53,12 @@ export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarne
       enrollRateLimit: overrides.enrollRateLimit ?? { perSecond: 0, burst: 0 },
       adminToken: Option.some(adminToken),
     })
-    const context = yield* Layer.build(ControlPlaneLive.layer(settings))
+    // Quiet by default: a test reads answers, not the server's info lines; pass `logLevel` to see them.
+    const context = yield* Layer.build(
+      ControlPlaneLive.layer(settings).pipe(
+        Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning)),
+      ),
+    )
     const server = Context.get(context, HttpServer.HttpServer)
     const address = server.address
     if (address._tag !== "TcpAddress") return yield* Effect.dieMessage("control plane is not on TCP")

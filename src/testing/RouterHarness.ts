@@ -2,7 +2,7 @@
  * Routers in the calling process, enrolled against a harnessed (or any) control plane with a router bootstrap token,
  * listening on loopback. Public test support, like the control-plane harness.
  */
-import { Context, Duration, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
 import * as RouterConfig from "../config/RouterConfig.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import { Membership, type MembershipService } from "../services/member/Membership.js"
@@ -42,7 +42,10 @@ export const make = (
       ...(token === undefined ? {} : { bootstrapToken: Option.some(Redacted.make(token)) }),
       ...overrides,
     })
-    const context = yield* Layer.build(RouterLive.layer(settings))
+    // Quiet by default, like the control-plane harness; pass `logLevel` to see the router's info lines.
+    const context = yield* Layer.build(
+      RouterLive.layer(settings).pipe(Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning))),
+    )
     const host = Context.get(context, MeshHost)
     return {
       peerId: host.peerId,
