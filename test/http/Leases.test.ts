@@ -3,6 +3,7 @@ import { Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
+import { admin } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
 import { enrollDirectly } from "../support/nodes.js"
 import { addressOf, enrollRouter } from "../support/routers.js"
@@ -69,6 +70,10 @@ describeDatabases("router leases and /info", (db) => {
         (yield* MeshClient.lease(cp.url, stranger, router.credential, [addressOf(router.peer.peerId)])).status,
       ).toBe(401)
       expect((yield* MeshClient.info(cp.url)).routerAddresses).toEqual([])
+      // A banned router is refused.
+      yield* admin(cp, "POST", "/admin/revoke", { peer_id: router.peer.peerId })
+      const banned = yield* MeshClient.lease(cp.url, router.peer, router.credential, [addressOf(router.peer.peerId)])
+      expect([banned.status, MeshClient.errorOf(banned).message]).toEqual([403, "router is banned"])
     }),
   )
 })

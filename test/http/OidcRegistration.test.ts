@@ -1,6 +1,7 @@
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
+import { EnrollRequestSchema } from "../../src/gen/mesh_pb.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as DevOidcIssuer from "../../src/testing/DevOidcIssuer.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
@@ -158,6 +159,65 @@ describeDatabases("user API", (db) => {
       expect([after.status, after.json]).toEqual([403, { error: "forbidden", message: "identity is banned" }])
       const fresh = yield* MeshClient.register(cp.url, PeerKey.generate(), alice)
       expect([fresh.status, MeshClient.errorOf(fresh).message]).toEqual([403, "identity is banned"])
+    }),
+  )
+
+  it.scoped("a token minted by a user stops working when the user is banned", () =>
+    Effect.gen(function* () {
+      const { issuer, cp } = yield* setup(db)
+
+      yield* setPolicy(cp, policy)
+
+      const frank = yield* issuer.mint({ sub: "frank", email: "frank@example.com" })
+
+      const laptop = PeerKey.generate()
+
+      yield* MeshClient.register(cp.url, laptop, frank)
+
+      const minted = yield* MeshClient.json(cp.url, "POST", "/user/bootstrap-tokens", frank, { max_usages: 5 })
+
+      const secret = (minted.json as { token: string }).token
+
+      expect((yield* MeshClient.enroll(cp.url, PeerKey.generate(), secret)).status).toBe(200)
+
+      yield* MeshClient.json(cp.url, "POST", "/user/revoke", frank, { peer_id: laptop.peerId })
+
+      const after = yield* MeshClient.enroll(cp.url, PeerKey.generate(), secret)
+
+      expect([after.status, MeshClient.errorOf(after).message]).toEqual([
+        403,
+        "the owner of the bootstrap token is banned",
+      ])
+    }),
+  )
+
+  it.scoped("a replayed registration is refused", () =>
+    Effect.gen(function* () {
+      const { issuer, cp } = yield* setup(db)
+
+      yield* setPolicy(cp, policy)
+
+      const peer = PeerKey.generate()
+
+      const proof = yield* MeshClient.challenge(peer, "register")
+
+      const body = {
+        ...proof,
+
+        jwt: yield* issuer.mint({ sub: "gina", groups: ["engineering"] }),
+
+        peerId: peer.peerId,
+
+        publicKey: PeerKey.toProtobuf(peer.publicKey),
+
+        requestedRole: "mesh:role:node",
+      }
+
+      expect((yield* MeshClient.postProto(`${cp.url}/register`, EnrollRequestSchema, body)).status).toBe(200)
+
+      const replay = yield* MeshClient.postProto(`${cp.url}/register`, EnrollRequestSchema, body)
+
+      expect([replay.status, MeshClient.errorOf(replay).message]).toEqual([401, "challenge was already used"])
     }),
   )
 
