@@ -1,11 +1,11 @@
 /** Handlers of the policies group. */
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Clock, Effect, Either, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
-import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
-import { isAdmitted } from "../../domain/Node.js"
+import { BadRequest, Unauthorized } from "../../domain/Errors.js"
 import { Credentials } from "../../services/identity/Credentials.js"
+import { makeAdmittedCaller } from "../../services/nodes/AdmittedCaller.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
 import { OPERATOR } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
@@ -17,8 +17,7 @@ import * as PolicyCodec from "./PolicyCodec.js"
 export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies", (handlers) =>
   Effect.gen(function* () {
     const policy = yield* Policy
-    const credentials = yield* Credentials
-    const nodes = yield* Nodes
+    const admittedCaller = makeAdmittedCaller(yield* Credentials, yield* Nodes)
     const isAdminToken = makeCheck((yield* ControlPlaneConfig).adminToken)
     const unauthorized = new Unauthorized({
       message: "a credential or the admin token is required as Authorization: Bearer",
@@ -33,12 +32,7 @@ export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies"
         onLeft: () => Effect.fail(unauthorized),
         onRight: Effect.succeed,
       })
-      const { facts } = yield* credentials.verify(bytes).pipe(Effect.mapError((rejected) => rejected.unauthorized))
-      const node = yield* nodes.find(facts.peerId)
-      const now = yield* Clock.currentTimeMillis
-      if (Option.isNone(node) || !isAdmitted(node.value, now)) {
-        return yield* new Forbidden({ message: "node is not admitted" })
-      }
+      yield* admittedCaller(bytes)
     })
 
     const replace = Effect.gen(function* () {

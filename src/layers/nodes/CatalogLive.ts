@@ -1,9 +1,9 @@
 /** Catalog over SQL: one row per node, replaced by each report. */
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
-import { BadRequest, Forbidden } from "../../domain/Errors.js"
-import { isAdmitted } from "../../domain/Node.js"
+import { Clock, Effect, Layer, Schema } from "effect"
+import { BadRequest } from "../../domain/Errors.js"
 import { Credentials } from "../../services/identity/Credentials.js"
+import { makeAdmittedCaller } from "../../services/nodes/AdmittedCaller.js"
 import { Catalog, MAX_SERVICES } from "../../services/nodes/Catalog.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
 import { JsonText } from "../sql/Columns.js"
@@ -23,8 +23,7 @@ export const layer = Layer.effect(
   Catalog,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const credentials = yield* Credentials
-    const nodes = yield* Nodes
+    const admittedCaller = makeAdmittedCaller(yield* Credentials, yield* Nodes)
     const all = SqlSchema.findAll({
       Request: Schema.Void,
       Result: Row,
@@ -35,12 +34,8 @@ export const layer = Layer.effect(
         Effect.gen(function* () {
           if (services.length > MAX_SERVICES)
             return yield* new BadRequest({ message: `at most ${MAX_SERVICES} services` })
-          const { facts } = yield* credentials.verify(credential).pipe(Effect.mapError((r) => r.unauthorized))
+          const facts = yield* admittedCaller(credential)
           const now = yield* Clock.currentTimeMillis
-          const node = yield* nodes.find(facts.peerId)
-          if (Option.isNone(node) || !isAdmitted(node.value, now)) {
-            return yield* new Forbidden({ message: "node is not admitted" })
-          }
           const row = { peer_id: facts.peerId, services_json: JSON.stringify(services), reported_at: now }
           yield* sql`INSERT INTO node_catalog ${sql.insert(row)}
             ON CONFLICT (peer_id) DO UPDATE SET services_json = excluded.services_json,
