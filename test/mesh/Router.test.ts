@@ -10,7 +10,7 @@ import * as MeshClient from "../../src/testing/MeshClient.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import * as TestPeer from "../../src/testing/TestPeer.js"
 import { admin } from "../support/admin.js"
-import { enrolledPeer, within } from "./support.js"
+import { enrolledPeer, firstAddress, within } from "./support.js"
 
 const controlPlane = (overrides: Harness.Overrides = {}) =>
   Harness.make({ autoApproveEnrollment: true, meshReconnectInterval: Duration.seconds(1), ...overrides })
@@ -41,8 +41,7 @@ describe("mesh-router", () => {
       Effect.gen(function* () {
         const cp = yield* controlPlane()
         const router = yield* RouterHarness.make(cp)
-        const [address] = router.addresses
-        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const address = yield* firstAddress(router)
 
         const alice = yield* enrolledPeer(cp, {})
         const bob = yield* enrolledPeer(cp, {})
@@ -96,8 +95,7 @@ describe("mesh-router", () => {
       Effect.gen(function* () {
         const cp = yield* controlPlane()
         const router = yield* RouterHarness.make(cp)
-        const [address] = router.addresses
-        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const address = yield* firstAddress(router)
         const mallory = yield* enrolledPeer(cp)
         const carol = yield* enrolledPeer(cp)
         yield* mallory.host.dial(address)
@@ -127,8 +125,7 @@ describe("mesh-router", () => {
       Effect.gen(function* () {
         const cp = yield* controlPlane()
         const router = yield* RouterHarness.make(cp)
-        const [address] = router.addresses
-        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const address = yield* firstAddress(router)
         const victim = yield* enrolledPeer(cp)
         const attacker = yield* enrolledPeer(cp)
         yield* victim.host.dial(address)
@@ -158,8 +155,7 @@ describe("mesh-router", () => {
           keyGracePeriod: Duration.minutes(5),
         })
         const router = yield* RouterHarness.make(cp, { keysSyncInterval: Duration.seconds(1) })
-        const [address] = router.addresses
-        if (address === undefined) return yield* Effect.dieMessage("router has no address")
+        const address = yield* firstAddress(router)
         const before = yield* enrolledPeer(cp)
         const oldKey = yield* Effect.map(router.membership.trustedKeys, (keys) => keys.length)
         // Wait for a rotation, seen by the router.

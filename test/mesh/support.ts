@@ -28,6 +28,12 @@ export const enrolledPeer = (cp: ControlPlaneHarness, labels: Record<string, str
     return { peer, host, credential: enrolled.biscuitToken, keys }
   })
 
+/** The router's first listening address; a router without one cannot serve the test. */
+export const firstAddress = (router: { readonly addresses: ReadonlyArray<string> }) => {
+  const [address] = router.addresses
+  return address === undefined ? Effect.dieMessage("router has no address") : Effect.succeed(address)
+}
+
 /** Retries `effect` until it succeeds with a value `predicate` accepts, for up to `seconds`. */
 export const within = <A, E, R>(
   seconds: number,
