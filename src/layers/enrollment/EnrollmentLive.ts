@@ -30,9 +30,6 @@ import { Nodes } from "../../services/nodes/Nodes.js"
 import { Audit } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
 
-const fromEither = <A, E>(either: Either.Either<A, string>, error: (message: string) => E) =>
-  Either.match(either, { onLeft: (m) => Effect.fail(error(m)), onRight: Effect.succeed })
-
 const badRequest = (message: string) => new BadRequest({ message })
 const forbidden = (message: string) => new Forbidden({ message })
 
@@ -71,7 +68,7 @@ export const layer = Layer.effect(
       Object.keys(labels).length === 0
         ? Effect.void
         : Effect.flatMap(policy.current, (snapshot) =>
-            fromEither(PolicyRules.checkLabels(snapshot.document, [role], labels), forbidden),
+            Effect.mapError(PolicyRules.checkLabels(snapshot.document, [role], labels), forbidden),
           )
 
     const newNode = (
@@ -142,8 +139,8 @@ export const layer = Layer.effect(
       )
 
     const enroll = Effect.fn("Enrollment.enroll")(function* (input: BootstrapEnrollRequest) {
-      const key = yield* fromEither(PeerKey.bind(input.peerId, input.publicKey), badRequest)
-      yield* fromEither(Labels.validate(input.labels), badRequest)
+      const key = yield* Effect.mapError(PeerKey.bind(input.peerId, input.publicKey), badRequest)
+      yield* Effect.mapError(Labels.validate(input.labels), badRequest)
       if (input.bootstrapToken.trim().length === 0) return yield* badRequest("bootstrap_token is required")
       yield* challenges.verifyOnce({
         endpoint: "enroll",

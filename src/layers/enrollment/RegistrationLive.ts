@@ -1,5 +1,5 @@
 /** Registration over Oidc, Policy, Bans, Nodes and Credentials. */
-import { Clock, Duration, Effect, Either, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Layer, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Labels from "../../domain/Labels.js"
@@ -14,9 +14,6 @@ import { Credentials } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
 import { Policy } from "../../services/policy/Policy.js"
-
-const orFail = <A, E>(either: Either.Either<A, string>, error: (message: string) => E) =>
-  Either.match(either, { onLeft: (m) => Effect.fail(error(m)), onRight: Effect.succeed })
 
 const badRequest = (message: string) => new BadRequest({ message })
 const forbidden = (message: string) => new Forbidden({ message })
@@ -41,9 +38,9 @@ export const layer = Layer.effect(
     const sessionTtl = Duration.toMillis(config.oidcSessionTtl)
 
     const register = Effect.fn("Registration.register")(function* (input: RegisterRequest) {
-      const key = yield* orFail(PeerKey.bind(input.peerId, input.publicKey), badRequest)
+      const key = yield* Effect.mapError(PeerKey.bind(input.peerId, input.publicKey), badRequest)
       if (input.requestedRole.length === 0) return yield* badRequest("requested_role must be specified")
-      yield* orFail(Labels.validate(input.labels), badRequest)
+      yield* Effect.mapError(Labels.validate(input.labels), badRequest)
       const token = yield* oidc.verify(input.idToken)
       const identity = token.identity
       if (yield* bans.isIdentityBanned(identityKey(identity))) return yield* forbidden("identity is banned")
@@ -68,7 +65,10 @@ export const layer = Layer.effect(
       if (!bound.has(input.requestedRole)) {
         return yield* forbidden(`role "${input.requestedRole}" is not bound to this identity`)
       }
-      yield* orFail(PolicyRules.checkLabels(document, finalRoles(bound, input.requestedRole), input.labels), forbidden)
+      yield* Effect.mapError(
+        PolicyRules.checkLabels(document, finalRoles(bound, input.requestedRole), input.labels),
+        forbidden,
+      )
 
       const now = yield* Clock.currentTimeMillis
       const sessionEnd = now + sessionTtl
