@@ -10,7 +10,7 @@ import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/plat
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
-import { type ApiError, ApiErrors, RateLimited } from "../domain/Errors.js"
+import { type ApiError, ApiErrors, MethodNotAllowed, RateLimited } from "../domain/Errors.js"
 
 export interface ErrorBody {
   readonly error: string
@@ -32,7 +32,9 @@ export const fromApiError = (error: ApiError): HttpServerResponse.HttpServerResp
   const headers =
     error instanceof RateLimited
       ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
-      : undefined
+      : error instanceof MethodNotAllowed
+        ? { allow: error.allow.join(", ") }
+        : undefined
   return body(status, snakeCase(error._tag), error.message, headers)
 }
 

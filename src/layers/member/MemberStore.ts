@@ -21,6 +21,9 @@ export interface MemberStore {
   readonly saveCredential: (saved: SavedCredential) => Effect.Effect<void>
   readonly loadTrusted: Effect.Effect<ReadonlyArray<PublicSigningKey>>
   readonly saveTrusted: (keys: ReadonlyArray<PublicSigningKey>) => Effect.Effect<void>
+  /** The control plane this member enrolled with, so later runs need not be told again. */
+  readonly loadControlPlane: Effect.Effect<Option.Option<string>>
+  readonly saveControlPlane: (url: string) => Effect.Effect<void>
 }
 
 const writePrivate = (path: string, content: string) => {
@@ -71,6 +74,10 @@ export const inDirectory = (dir: string): MemberStore => {
           JSON.stringify(keys.map((k) => ({ id: k.id, publicKey: hex(k.publicKey) }))),
         ),
       ),
+    loadControlPlane: Effect.sync(() =>
+      Option.map(readJson<{ url: string }>(file("control-plane.json")), (j) => j.url),
+    ),
+    saveControlPlane: (url) => Effect.sync(() => writePrivate(file("control-plane.json"), JSON.stringify({ url }))),
   }
 }
 
@@ -78,6 +85,7 @@ export const inMemory = (): MemberStore => {
   let seed: Option.Option<Uint8Array> = Option.none()
   let credential: Option.Option<SavedCredential> = Option.none()
   let trusted: ReadonlyArray<PublicSigningKey> = []
+  let controlPlane: Option.Option<string> = Option.none()
   return {
     loadSeed: Effect.sync(() => seed),
     saveSeed: (s) =>
@@ -93,6 +101,11 @@ export const inMemory = (): MemberStore => {
     saveTrusted: (k) =>
       Effect.sync(() => {
         trusted = k
+      }),
+    loadControlPlane: Effect.sync(() => controlPlane),
+    saveControlPlane: (url) =>
+      Effect.sync(() => {
+        controlPlane = Option.some(url)
       }),
   }
 }

@@ -102,6 +102,7 @@ export const make = (
       }
       return yield* new MembershipError({ reason: "not enrolled: give a bootstrap token or an ID token" })
     }).pipe(
+      Effect.tap(() => store.saveControlPlane(client.url)),
       Effect.tap(() =>
         Effect.logInfo("enrolled").pipe(Effect.annotateLogs({ peer_id: signer.peerId, role: options.role })),
       ),
@@ -165,7 +166,11 @@ export const make = (
 
     yield* sync.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("key and ban sync failed", cause)),
-      Effect.repeat(Schedule.spaced(options.syncInterval)),
+      Effect.repeat(
+        options.jitter === true
+          ? Schedule.spaced(options.syncInterval).pipe(Schedule.jitteredWith({ min: 1, max: 1.1 }))
+          : Schedule.spaced(options.syncInterval),
+      ),
       Effect.delay(options.syncInterval),
       Effect.forkScoped,
     )

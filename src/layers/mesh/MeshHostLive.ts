@@ -232,6 +232,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       ),
       peers: Effect.sync(() => admissions.list()),
       peer: (id) => Effect.sync(() => Option.fromNullable(admissions.get(id))),
+      nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       listen: (address) =>
         Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(

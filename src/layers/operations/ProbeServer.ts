@@ -9,32 +9,35 @@ import { Effect, Layer } from "effect"
 import type { ListenAddress } from "../../config/ControlPlaneConfig.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 
+export const app = (ready: Effect.Effect<boolean>) =>
+  Effect.map(Metrics, (metrics) =>
+    HttpRouter.empty.pipe(
+      HttpRouter.get("/healthz", HttpServerResponse.json({ status: "ok" })),
+      HttpRouter.get(
+        "/readyz",
+        Effect.flatMap(ready, (ok) =>
+          ok
+            ? HttpServerResponse.json({ status: "ready" })
+            : HttpServerResponse.json({ error: "unavailable", message: "not ready" }, { status: 503 }),
+        ),
+      ),
+      HttpRouter.get(
+        "/metrics",
+        Effect.sync(() =>
+          HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
+        ),
+      ),
+      HttpRouter.catchAll(() =>
+        HttpServerResponse.json({ error: "not_found", message: "no such route" }, { status: 404 }),
+      ),
+    ),
+  )
+
 export const layer = (address: ListenAddress, ready: Effect.Effect<boolean>) =>
   Layer.unwrapEffect(
-    Effect.gen(function* () {
-      const metrics = yield* Metrics
-      const app = HttpRouter.empty.pipe(
-        HttpRouter.get("/healthz", HttpServerResponse.json({ status: "ok" })),
-        HttpRouter.get(
-          "/readyz",
-          Effect.flatMap(ready, (ok) =>
-            ok
-              ? HttpServerResponse.json({ status: "ready" })
-              : HttpServerResponse.json({ error: "unavailable", message: "not ready" }, { status: 503 }),
-          ),
-        ),
-        HttpRouter.get(
-          "/metrics",
-          Effect.sync(() =>
-            HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
-          ),
-        ),
-        HttpRouter.catchAll(() =>
-          HttpServerResponse.json({ error: "not_found", message: "no such route" }, { status: 404 }),
-        ),
-      )
-      return HttpServer.serve(app).pipe(
+    Effect.map(app(ready), (probes) =>
+      HttpServer.serve(probes).pipe(
         Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })),
-      )
-    }),
+      ),
+    ),
   )

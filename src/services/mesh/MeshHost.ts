@@ -33,6 +33,8 @@ export interface MeshHostService {
   /** Connected and authenticated peers. */
   readonly peers: Effect.Effect<ReadonlyArray<AuthenticatedPeer>>
   readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
+  /** Completes at the next change of who is connected or authenticated; watchers re-read `peers` then. */
+  readonly nextChange: Effect.Effect<void>
   /** Dials and authenticates; fails if the remote refuses us or presents no valid credential (or lacks `requireRole`). */
   readonly dial: (
     address: string,

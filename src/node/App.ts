@@ -1,0 +1,10 @@
+/** The node's local API: every route group, by audience, in one table served through the middleware. */
+import * as DebugRoutes from "./debug/DebugRoutes.js"
+import * as HealthRoutes from "./health/HealthRoutes.js"
+import * as IdentityRoutes from "./identity/IdentityRoutes.js"
+import * as Middleware from "./Middleware.js"
+import * as McpRoutes from "./mcp/McpRoutes.js"
+
+export const routes = [...HealthRoutes.routes, ...McpRoutes.routes, ...IdentityRoutes.routes, ...DebugRoutes.routes]
+
+export const make = Middleware.make(routes)
