@@ -173,3 +173,104 @@ export const toDatalog = (doc: Document): ReadonlyArray<string> => [
     ...r.allowedLabels.map((l) => `label_allowed(${str(l)}) <- role(${str(r.name)})`),
   ]),
 ]
+
+// --- Serving a service to a peer (the proxy's serving side) ---------------------------------------------------------
+
+/** The service a request asks for: its type, name and the path below the service (`""` or `/...`). */
+export interface ServiceRequest {
+  readonly type: string
+  readonly name: string
+  readonly path: string
+}
+
+/** The rule that refused a request; it names itself in the 403 answer. */
+export type DeniedBy = "no_policy" | "allowed_services" | "allowed_targets"
+
+export type Decision =
+  | { readonly _tag: "Allowed"; readonly role: string }
+  | { readonly _tag: "Denied"; readonly rule: DeniedBy; readonly reason: string }
+
+/** A path below the pattern's path, segment by segment: `/v1` covers `/v1` and `/v1/models`, not `/v1beta`. */
+const coversPath = (prefix: string, path: string): boolean =>
+  prefix === "" || prefix === "/" || path === prefix || path.startsWith(prefix.endsWith("/") ? prefix : `${prefix}/`)
+
+/**
+ * Whether an `allowed_services` pattern covers the request: `*`, or `type://name[/path]` where name is a name, `*`,
+ * `*.suffix` or `prefix.*`. A pattern with a path covers only requests at or below that path, so `mcp://docs/search`
+ * (a grant of one tool) does not open the whole `docs` server through the proxy.
+ */
+export const serviceMatches = (pattern: string, service: ServiceRequest): boolean => {
+  if (pattern === "*") return true
+  const sep = pattern.indexOf("://")
+  if (sep <= 0 || pattern.slice(0, sep) !== service.type) return false
+  const rest = pattern.slice(sep + 3)
+  const slash = rest.indexOf("/")
+  const name = slash === -1 ? rest : rest.slice(0, slash)
+  const path = slash === -1 ? "" : rest.slice(slash)
+  const nameOk =
+    name === "*" ||
+    (name.startsWith("*.") ? service.name.endsWith(name.slice(1)) : false) ||
+    (name.endsWith(".*") ? service.name.startsWith(name.slice(0, -1)) : false) ||
+    name === service.name
+  return nameOk && coversPath(path, service.path)
+}
+
+/**
+ * Whether an `allowed_targets` pattern names the serving peer: `*`, `node:<peer id>`, or `user:`, `email:`, `group:`
+ * followed by a value (one leading or trailing `*` allowed) matched against the identity behind the peer.
+ */
+export const targetMatches = (pattern: string, target: Subject): boolean =>
+  pattern === "*" || memberMatches(pattern, target)
+
+/** Every role a caller holds: the one its credential names, and those the policy binds to it or its identity. */
+export const callerRoles = (doc: Document, credentialRole: string, who: Subject): ReadonlySet<string> =>
+  new Set([credentialRole, ...rolesOf(doc, who)])
+
+/**
+ * The serving side's decision: allowed when one role of the caller both lists the service in `allowed_services` and
+ * names this peer in `allowed_targets`. Without a copy of the policy nothing is allowed. A role absent from the
+ * policy, or one with empty lists, grants nothing.
+ */
+export const authorizeService = (
+  doc: Document | undefined,
+  roles: ReadonlySet<string>,
+  service: ServiceRequest,
+  self: Subject,
+): Decision => {
+  const wanted = `${service.type}://${service.name}${service.path}`
+  if (doc === undefined) {
+    return { _tag: "Denied", rule: "no_policy", reason: "this peer has no copy of the mesh policy yet" }
+  }
+  const held = doc.roles.filter((r) => roles.has(r.name))
+  const serving = held.filter((r) => r.allowedServices.some((p) => serviceMatches(p, service)))
+  if (serving.length === 0) {
+    return {
+      _tag: "Denied",
+      rule: "allowed_services",
+      reason: `no role of the caller (${[...roles].sort().join(", ")}) lists ${wanted}`,
+    }
+  }
+  const role = serving.find((r) => r.allowedTargets.some((p) => targetMatches(p, self)))
+  if (role === undefined) {
+    return {
+      _tag: "Denied",
+      rule: "allowed_targets",
+      reason: `no role of the caller that lists ${wanted} (${serving.map((r) => r.name).join(", ")}) targets this peer`,
+    }
+  }
+  return { _tag: "Allowed", role: role.name }
+}
+
+/** A peer as a policy subject: its id, and the OIDC identity behind it when its credential names one. */
+export const subjectOf = (
+  peerId: string,
+  identity?: { readonly subject: string; readonly email?: string; readonly groups: ReadonlyArray<string> },
+): Subject =>
+  identity === undefined
+    ? { peerId }
+    : {
+        peerId,
+        subject: identity.subject,
+        groups: identity.groups,
+        ...(identity.email === undefined ? {} : { email: identity.email }),
+      }
