@@ -21,6 +21,7 @@ import {
   type Scope,
   Stream,
 } from "effect"
+import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Admissions } from "../../p2p/Admissions.js"
 import * as AuthProtocol from "../../p2p/AuthProtocol.js"
 import * as Gate from "../../p2p/Gate.js"
@@ -28,6 +29,7 @@ import { Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import {
+  type AuthenticatedPeer,
   MeshDialError,
   MeshHost,
   type MeshHostOptions,
@@ -40,6 +42,8 @@ import {
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
 /** Re-verification catches expiries even when the owner has no reason to call `reverify`. */
 const REVERIFY_EVERY = Duration.minutes(1)
+/** A known direct address gets this long before the relays are tried. */
+const DIRECT_DIAL_TIMEOUT = Duration.seconds(3)
 /** Gossip is lossy by nature: a subscriber that falls this far behind loses the newest messages, not memory. */
 const SUBSCRIBER_BUFFER = 1024
 
@@ -197,6 +201,82 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return outcome.peer
       })
 
+    /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
+    const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
+      libp2p
+        .getConnections()
+        .filter(
+          (c) =>
+            c.remotePeer.toString() === peer &&
+            c.status === "open" &&
+            admissions.tracked(c)?.status === "authenticated",
+        )
+        .sort((a, b) => Number(a.limits !== undefined) - Number(b.limits !== undefined))
+
+    /** Where the peer may be reached: addresses the peer store holds (DHT, identify), then each router's relay. */
+    const candidates = (peer: string) =>
+      Effect.gen(function* () {
+        const stored = yield* Effect.promise(() =>
+          libp2p.peerStore.get(peerIdFromString(peer)).then(
+            (record) => record.addresses.map((a) => a.multiaddr.toString()),
+            () => [] as Array<string>,
+          ),
+        )
+        const direct = stored
+          .filter((a) => !a.includes("/p2p-circuit"))
+          .map((a) => (a.endsWith(`/p2p/${peer}`) ? a : `${a}/p2p/${peer}`))
+        const relays = admissions
+          .list()
+          .filter((p) => p.role === ROUTER_ROLE && p.peerId !== peer)
+          .map((router) => `/p2p/${router.peerId}/p2p-circuit/p2p/${peer}`)
+        return { direct, relays }
+      })
+
+    const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+      Effect.gen(function* () {
+        const fail = (reason: string) => Effect.fail(new MeshDialError({ address: peer, reason }))
+        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
+        if (peer === peerId) return yield* fail("that is this peer")
+        if ((yield* options.trust).isBanned(peer)) return yield* fail("peer is banned")
+        const known = admissions.get(peer)
+        if (known !== undefined && authenticatedConnections(peer).length > 0) return known
+        const { direct, relays } = yield* candidates(peer)
+        if (direct.length + relays.length === 0) return yield* fail("no known address and no router to relay through")
+        // One attempt per address, in order; the first that authenticates wins, else the last reason is reported.
+        const attempts = [
+          ...direct.map((address) =>
+            dial(address).pipe(
+              Effect.timeoutFail({
+                duration: DIRECT_DIAL_TIMEOUT,
+                onTimeout: () => new MeshDialError({ address, reason: "timed out" }),
+              }),
+            ),
+          ),
+          ...relays.map((address) => dial(address)),
+        ]
+        return yield* Effect.firstSuccessOf(attempts).pipe(
+          Effect.mapError((error) => new MeshDialError({ address: peer, reason: error.reason })),
+        )
+      })
+
+    const openStream = (peer: string, protocol: string) =>
+      Effect.gen(function* () {
+        let connection = authenticatedConnections(peer)[0]
+        if (connection === undefined) {
+          yield* connect(peer)
+          connection = authenticatedConnections(peer)[0]
+        }
+        if (connection === undefined) {
+          return yield* new MeshDialError({ address: peer, reason: "connection closed after the handshake" })
+        }
+        const open = connection
+        const stream = yield* Effect.tryPromise({
+          try: (signal) => open.newStream(protocol, { signal, runOnLimitedConnection: true }),
+          catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),
+        })
+        return { stream, connection: open }
+      })
+
     const subscribe = (topic: string) =>
       Stream.asyncScoped<{ readonly from: string; readonly data: Uint8Array }>(
         (emit) =>
@@ -234,6 +314,8 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       peer: (id) => Effect.sync(() => Option.fromNullable(admissions.get(id))),
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
+      connect,
+      openStream,
       listen: (address) =>
         Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
           Effect.flatMap((target) =>
