@@ -77,6 +77,13 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 }),
 ) {}
 
+/** The request is valid but this release cannot serve it yet (a stdio MCP service through the proxy). */
+export class NotImplemented extends Schema.TaggedError<NotImplemented>()(
+  "NotImplemented",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 501 }),
+) {}
+
 /** The peer or backend a node forwards to could not be reached or did not answer properly. */
 export class BadGateway extends Schema.TaggedError<BadGateway>()(
   "BadGateway",
@@ -104,6 +111,7 @@ export const ApiErrors = [
   PayloadTooLarge,
   UnsupportedMediaType,
   RateLimited,
+  NotImplemented,
   BadGateway,
   Unavailable,
 ] as const
@@ -120,5 +128,6 @@ export type ApiError =
   | PayloadTooLarge
   | UnsupportedMediaType
   | RateLimited
+  | NotImplemented
   | BadGateway
   | Unavailable

@@ -27,6 +27,12 @@ export const body = (status: number, code: string, message: string, headers?: Re
 
 const isApiError = (u: unknown): u is ApiError => ApiErrors.some((cls) => u instanceof cls)
 
+/** The status and body of a domain error, for handlers that write the Node response themselves. */
+export const parts = (error: ApiError): { readonly status: number; readonly body: ErrorBody } => ({
+  status: HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All),
+  body: { error: snakeCase(error._tag), message: error.message },
+})
+
 export const fromApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
   const headers =
