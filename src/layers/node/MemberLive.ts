@@ -1,7 +1,7 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
- * node mode, links to the routers, the policy view, signed events and the catalog report. Built by the lifecycle
- * when the node has an identity or a way to get one.
+ * node mode, links to the routers, the policy view, signed events, the catalog report and both sides of the proxy.
+ * Built by the lifecycle when the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -14,6 +14,8 @@ import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
+import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
+import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
 import * as RouterLinksLive from "./RouterLinksLive.js"
@@ -49,11 +51,14 @@ const host = (settings: NodeSettings) =>
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
   Layer.mergeAll(
     RouterLinksLive.layer,
-    PolicyViewLive.layer,
     CatalogReport.layer,
     MeshEventsReceiver.layer("mesh_node_"),
     McpGatewayLive.layer,
+    PeerProxyLive.layer,
   ).pipe(
+    // The proxy's serving side decides with the policy view.
+    Layer.provideMerge(PeerIngressLive.layer),
+    Layer.provideMerge(PolicyViewLive.layer),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),

@@ -7,11 +7,13 @@ import { Context, type Effect, type Option } from "effect"
 import type { McpGateway } from "../mcp/McpGateway.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
+import type { PeerIngress } from "../proxy/PeerIngress.js"
+import type { PeerProxy } from "../proxy/PeerProxy.js"
 import type { PolicyView } from "./PolicyView.js"
 import type { RouterLinks } from "./RouterLinks.js"
 
 /** The services that exist once the node is a member; routes that need the mesh require these. */
-export type MemberServices = Membership | MeshHost | RouterLinks | PolicyView | McpGateway
+export type MemberServices = Membership | MeshHost | RouterLinks | PolicyView | McpGateway | PeerProxy | PeerIngress
 
 export type Phase =
   /** No identity and no way to enroll: only the login instructions are served. */
