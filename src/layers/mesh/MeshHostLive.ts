@@ -17,6 +17,7 @@ import {
   FiberSet,
   Layer,
   Option,
+  Ref,
   Schedule,
   type Scope,
   Stream,
@@ -232,17 +233,14 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return { direct, relays }
       })
 
-    const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+    /** One attempt to reach a peer that has no authenticated connection. */
+    const reach = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
       Effect.gen(function* () {
-        const fail = (reason: string) => Effect.fail(new MeshDialError({ address: peer, reason }))
-        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
-        if (peer === peerId) return yield* fail("that is this peer")
-        if ((yield* options.trust).isBanned(peer)) return yield* fail("peer is banned")
-        const known = admissions.get(peer)
-        if (known !== undefined && authenticatedConnections(peer).length > 0) return known
         const { direct, relays } = yield* candidates(peer)
-        if (direct.length + relays.length === 0) return yield* fail("no known address and no router to relay through")
-        // One attempt per address, in order; the first that authenticates wins, else the last reason is reported.
+        if (direct.length + relays.length === 0) {
+          return yield* new MeshDialError({ address: peer, reason: "no known address and no router to relay through" })
+        }
+        // One address after the other; the first that authenticates wins, else the last reason is reported.
         const attempts = [
           ...direct.map((address) =>
             dial(address).pipe(
@@ -257,6 +255,45 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return yield* Effect.firstSuccessOf(attempts).pipe(
           Effect.mapError((error) => new MeshDialError({ address: peer, reason: error.reason })),
         )
+      })
+
+    // Callers that need the same peer at once share one attempt: a burst of parallel dials would open several
+    // connections, and the remote's limit on new inbound connections per second would refuse some of them.
+    const reaching = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<AuthenticatedPeer, MeshDialError>>>(
+      new Map(),
+    )
+    const hostScope = yield* Effect.scope
+
+    const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+      Effect.gen(function* () {
+        const fail = (reason: string) => Effect.fail(new MeshDialError({ address: peer, reason }))
+        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
+        if (peer === peerId) return yield* fail("that is this peer")
+        if ((yield* options.trust).isBanned(peer)) return yield* fail("peer is banned")
+        const known = admissions.get(peer)
+        if (known !== undefined && authenticatedConnections(peer).length > 0) return known
+        const mine = yield* Deferred.make<AuthenticatedPeer, MeshDialError>()
+        const shared = yield* Ref.modify(reaching, (map) => {
+          const found = map.get(peer)
+          return found === undefined ? [mine, new Map(map).set(peer, mine)] : [found, map]
+        })
+        if (shared === mine) {
+          // The attempt belongs to the host, not to whichever caller started it: a caller giving up must not fail
+          // the others that wait on it.
+          yield* reach(peer).pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => Deferred.done(mine, exit)),
+            Effect.ensuring(
+              Ref.update(reaching, (map) => {
+                const next = new Map(map)
+                next.delete(peer)
+                return next
+              }),
+            ),
+            Effect.forkIn(hostScope),
+          )
+        }
+        return yield* Deferred.await(shared)
       })
 
     const openStream = (peer: string, protocol: string) =>
