@@ -4,7 +4,7 @@
  * backend; A calls them through `http://<A>/mesh/<B>/<type>/<name>/...`; C has an egress floor B does not meet.
  */
 import { request as httpRequest, type IncomingMessage } from "node:http"
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import {
@@ -12,13 +12,16 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
-import { PeerProxy } from "../../src/services/proxy/PeerProxy.js"
+import { StreamSocket } from "../../src/p2p/StreamSocket.js"
+import { MeshHost } from "../../src/services/mesh/MeshHost.js"
+import { PeerProxy, PROTOCOL } from "../../src/services/proxy/PeerProxy.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
-import { setPolicy } from "../support/admin.js"
+import { enrolledPeer } from "../mesh/support.js"
+import { admin, setPolicy } from "../support/admin.js"
 import { type Echoed, everything, testBackend } from "./backends.js"
 
 const POLICY = {
@@ -49,6 +52,7 @@ class Mesh extends Context.Tag("test/Mesh")<
     readonly c: NodeHarness.NodeHarness
     readonly bId: string
     readonly aId: string
+    readonly cp: ControlPlaneHarness.ControlPlaneHarness
     readonly backend: Effect.Effect.Success<typeof testBackend>
   }
 >() {}
@@ -79,7 +83,7 @@ const MeshLive = Layer.scoped(
       file: { labels: {}, egress: { require_labels: { zone: "us" } }, services: [] },
     })
     yield* Effect.all([a.connected, b.connected, c.connected], { concurrency: "unbounded" })
-    return { a, b, c, aId: yield* a.peerId, bId: yield* b.peerId, backend }
+    return { a, b, c, cp, aId: yield* a.peerId, bId: yield* b.peerId, backend }
   }),
 )
 
@@ -109,6 +113,30 @@ const call = (
     })
     req.on("error", (e) => resume(Effect.die(e)))
     req.end(init.body)
+  })
+
+/** A service of a node that has joined: its member context. */
+const memberService = <I, S>(node: NodeHarness.NodeHarness, tag: Context.Tag<I, S>) =>
+  Effect.flatMap(node.lifecycle.phase, (phase) =>
+    phase._tag === "Member"
+      ? Effect.succeed(Context.get(phase.context as Context.Context<I>, tag))
+      : Effect.dieMessage("the node is not a member"),
+  )
+
+/** One HTTP/1.1 exchange written straight onto a `/mesh/proxy/1.0.0` stream, as any peer could. */
+const overStream = (socket: StreamSocket, path: string) =>
+  Effect.async<Answer>((resume) => {
+    const req = httpRequest({ createConnection: () => socket, path, method: "GET" }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () =>
+        resume(
+          Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        ),
+      )
+    })
+    req.on("error", (e) => resume(Effect.die(e)))
+    req.end()
   })
 
 const token = (node: NodeHarness.NodeHarness) => ({ "x-mesh-authentication": `Bearer ${node.apiToken}` })
@@ -391,9 +419,7 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
   it.effect("other node code calls peers with PeerProxy.fetch, streaming, statuses kept", () =>
     Effect.gen(function* () {
       const { a, bId } = yield* Mesh
-      const phase = yield* a.lifecycle.phase
-      if (phase._tag !== "Member") return yield* Effect.dieMessage("node A is not a member")
-      const proxy = Context.get(phase.context, PeerProxy)
+      const proxy = yield* memberService(a, PeerProxy)
       const created = yield* proxy.fetch(bId, "inference", "stream", "/created?x=1", {
         method: "POST",
         headers: { "content-type": "application/json" },
@@ -408,5 +434,93 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         .pipe(Effect.flip)
       expect(refused._tag).toBe("Forbidden")
     }),
+  )
+
+  it.effect("many requests run at once over one connection while an SSE stream stays open", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const stream = call(a.url, `/mesh/${bId}/inference/stream/events`, { headers: token(a) }).pipe(Effect.fork)
+      const streaming = yield* stream
+      const answers = yield* Effect.all(
+        Array.from({ length: 40 }, (_, i) =>
+          call(a.url, `/mesh/${bId}/inference/stream/echo?i=${i}`, {
+            method: "POST",
+            headers: token(a),
+            body: `request ${i}`,
+          }),
+        ),
+        { concurrency: "unbounded" },
+      )
+      expect(answers.filter((x) => x.status !== 200).map((x) => x.body)).toEqual([])
+      expect(answers.map((x) => x.status)).toEqual(answers.map(() => 200))
+      expect(answers.map((x) => (JSON.parse(x.body) as Echoed).body)).toEqual(answers.map((_, i) => `request ${i}`))
+      expect((yield* streaming.await)._tag).toBe("Success")
+      // A reached B through the router: nothing told it a direct address, so every request above was relayed.
+      const host = yield* memberService(a, MeshHost)
+      const toB = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === bId)
+      expect(toB.length).toBe(1)
+      expect(toB[0]?.limits).toBeDefined()
+      // Every exchange closed its stream on both sides: none is left open on the connection.
+      const open = () => (toB[0]?.streams ?? []).filter((x) => x.protocol === PROTOCOL).length
+      yield* Effect.sync(open).pipe(
+        Effect.filterOrFail((n) => n === 0),
+        Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("5 seconds"))),
+        Effect.catchAll(() => Effect.sync(() => expect(open()).toBe(0))),
+      )
+    }),
+  )
+
+  it.scoped("the serving peer checks for itself: a peer writing its own requests meets the same refusals", () =>
+    Effect.gen(function* () {
+      const { b, bId, cp } = yield* Mesh
+      const peer = yield* enrolledPeer(cp)
+      const addresses = yield* (yield* memberService(b, MeshHost)).addresses
+      const direct = addresses.find((x) => x.includes("/tcp/") && !x.includes("p2p-circuit")) ?? ""
+      yield* peer.host.dial(direct)
+      const ask = (path: string) =>
+        Effect.flatMap(peer.host.openStream(bId, PROTOCOL), ({ stream, connection }) =>
+          overStream(new StreamSocket(stream, connection), path),
+        )
+      const dots = yield* ask("/inference/stream/%2E%2e/secret")
+      expect(dots.status).toBe(400)
+      const hidden = yield* ask("/mcp/hidden")
+      expect(hidden.status).toBe(403)
+      expect(errorOf(hidden).message).toContain("allowed_services")
+      const ok = yield* ask("/inference/stream/echo")
+      expect(ok.status).toBe(200)
+      expect((JSON.parse(ok.body) as Echoed).headers["x-mesh-peer-id"]).toBe(peer.peer.peerId)
+    }),
+  )
+})
+
+describe("proxy and bans", () => {
+  it.live("a banned peer is unreachable through the proxy within 5 s of the ban", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const backend = yield* testBackend
+        const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
+        yield* setPolicy(cp, POLICY)
+        yield* RouterHarness.make(cp)
+        const b = yield* NodeHarness.make(cp, {
+          file: { labels: {}, egress: { require_labels: {} }, services: [service("inference", "stream", backend.url)] },
+        })
+        const a = yield* NodeHarness.make(cp)
+        yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
+        const bId = yield* b.peerId
+        const path = `/mesh/${bId}/inference/stream/echo`
+        expect((yield* call(a.url, path, { headers: token(a) })).status).toBe(200)
+
+        expect((yield* admin(cp, "POST", "/admin/revoke", { peer_id: bId })).status).toBe(200)
+        const banned = performance.now()
+        const refused = yield* call(a.url, path, { headers: token(a) }).pipe(
+          Effect.filterOrFail((answer) => answer.status !== 200),
+          Effect.retry(Schedule.spaced("100 millis")),
+          Effect.timeout(Duration.seconds(10)),
+        )
+        expect(performance.now() - banned).toBeLessThan(5000)
+        expect(refused.status).toBe(502)
+        expect(errorOf(refused).message).toContain("banned")
+      }),
+    ),
   )
 })
