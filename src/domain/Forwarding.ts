@@ -164,18 +164,39 @@ export const toBackend = (headers: Headers, caller: Caller, backendHost: string)
 /** A response's headers on their way back: end to end only. */
 export const response = (headers: Headers): OutgoingHeaders => endToEnd(headers)
 
-/**
- * The backend URL of a request: the service's `target_url` with the raw path below the service appended to its
- * path, and the raw query after any query of its own. `http://h/mcp` + `` is `http://h/mcp`; + `/x`, `y=1` is
- * `http://h/mcp/x?y=1`.
- */
-export const backendUrl = (targetUrl: string, rawPath: string, rawQuery: string): URL => {
+/** A service's `target_url`, parsed once: where its requests go. */
+export interface Target {
+  readonly protocol: "http:" | "https:"
+  /** Without brackets for IPv6, as node:http wants it. */
+  readonly hostname: string
+  readonly port: string
+  /** `host[:port]`, for the Host header. */
+  readonly host: string
+  readonly path: string
+  /** The target's own query, without `?`. */
+  readonly query: string
+}
+
+export const target = (targetUrl: string): Target => {
   const url = new URL(targetUrl)
-  const base = url.pathname.endsWith("/") && rawPath.startsWith("/") ? url.pathname.slice(0, -1) : url.pathname
+  return {
+    protocol: url.protocol === "https:" ? "https:" : "http:",
+    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port,
+    host: url.host,
+    path: url.pathname,
+    query: url.search.replace(/^\?/, ""),
+  }
+}
+
+/**
+ * The backend path of a request: the raw path below the service appended to the target's path, then the target's
+ * own query and the raw query. `/mcp` + `` is `/mcp`; `/` + `/v1/models` is `/v1/models`; `/a` + `/x`, `y=1` is
+ * `/a/x?y=1`. Nothing is decoded or re-encoded: the backend sees the bytes the client sent.
+ */
+export const backendPath = (to: Target, rawPath: string, rawQuery: string): string => {
+  const base = to.path.endsWith("/") && rawPath.startsWith("/") ? to.path.slice(0, -1) : to.path
   const path = base + rawPath
-  url.pathname = path.length === 0 ? "/" : path
-  const own = url.search.replace(/^\?/, "")
-  const query = rawQuery.replace(/^\?/, "")
-  url.search = own.length > 0 && query.length > 0 ? `${own}&${query}` : own + query
-  return url
+  const query = to.query.length > 0 && rawQuery.length > 0 ? `${to.query}&${rawQuery}` : to.query + rawQuery
+  return `${path.length === 0 ? "/" : path}${query.length > 0 ? `?${query}` : ""}`
 }

@@ -134,14 +134,29 @@ describe("Forwarding headers", () => {
   })
 })
 
-describe("Forwarding.backendUrl", () => {
-  it("appends the raw path below the service to the target's path, and the raw query", () => {
-    expect(Forwarding.backendUrl("http://h:1/mcp", "", "").href).toBe("http://h:1/mcp")
-    expect(Forwarding.backendUrl("http://h:1/mcp", "/", "").href).toBe("http://h:1/mcp/")
-    expect(Forwarding.backendUrl("http://h:1/", "/v1/models", "").href).toBe("http://h:1/v1/models")
-    expect(Forwarding.backendUrl("http://h:1", "", "").href).toBe("http://h:1/")
-    expect(Forwarding.backendUrl("http://h:1/a/", "/b%20c", "x=1&y=%20").href).toBe("http://h:1/a/b%20c?x=1&y=%20")
-    expect(Forwarding.backendUrl("http://h:1/a?key=k", "/b", "x=1").href).toBe("http://h:1/a/b?key=k&x=1")
+describe("Forwarding.backendPath", () => {
+  const path = (url: string, rawPath: string, rawQuery: string) =>
+    Forwarding.backendPath(Forwarding.target(url), rawPath, rawQuery)
+
+  it("appends the raw path below the service to the target's path, and the raw query, as they came", () => {
+    expect(path("http://h:1/mcp", "", "")).toBe("/mcp")
+    expect(path("http://h:1/mcp", "/", "")).toBe("/mcp/")
+    expect(path("http://h:1/", "/v1/models", "")).toBe("/v1/models")
+    expect(path("http://h:1", "", "")).toBe("/")
+    expect(path("http://h:1/a/", "/b%20c", "x=1&y=%20")).toBe("/a/b%20c?x=1&y=%20")
+    expect(path("http://h:1/a?key=k", "/b", "x=1")).toBe("/a/b?key=k&x=1")
+    expect(path("http://h:1/a?key=k", "", "")).toBe("/a?key=k")
+  })
+
+  it("parses the target once: host for the Host header, hostname and port for the connection", () => {
+    expect(Forwarding.target("https://[::1]:8443/x")).toEqual({
+      protocol: "https:",
+      hostname: "::1",
+      port: "8443",
+      host: "[::1]:8443",
+      path: "/x",
+      query: "",
+    })
   })
 })
 

@@ -6,17 +6,18 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { pipeline } from "node:stream"
 import { Effect, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
 import { type ApiError, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
+import { hasBody, relayBody, relayResponse } from "./Relay.js"
 
 export interface Target {
   readonly service: ServiceSpec
   readonly targetUrl: string
+  readonly backend: Forwarding.Target
   /** Raw path below the service and raw query (without `?`). */
   readonly path: string
   readonly query: string
@@ -50,12 +51,8 @@ const sendWhole = (res: ServerResponse, upstream: IncomingMessage, body: Buffer)
   res.end(body)
 }
 
-const stream = (res: ServerResponse, upstream: IncomingMessage, head: ReadonlyArray<Buffer> = []): void => {
-  res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, Forwarding.response(upstream.headers))
-  res.flushHeaders()
-  for (const chunk of head) res.write(chunk)
-  pipeline(upstream, res, () => undefined)
-}
+const stream = (res: ServerResponse, upstream: IncomingMessage, head: ReadonlyArray<Buffer> = []): void =>
+  relayResponse(upstream, res, head)
 
 /** Reads a card (up to MAX_CARD_BYTES) and sends it rewritten; anything unexpected is passed on as it came. */
 const relayCard = (res: ServerResponse, upstream: IncomingMessage, targetUrl: string, publicBase: string): void => {
@@ -105,8 +102,8 @@ export const make = Effect.gen(function* () {
   /** Sends the request to the backend and streams the answer; completes when the peer's response has closed. */
   const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
     Effect.async<void>((resume) => {
-      const url = Forwarding.backendUrl(target.targetUrl, target.path, target.query)
-      const headers = Forwarding.toBackend(req.headers, target.caller, url.host)
+      const backend = target.backend
+      const headers = Forwarding.toBackend(req.headers, target.caller, backend.host)
       const origin = Forwarding.originOf(req.headers)
       const card =
         target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)
@@ -114,8 +111,12 @@ export const make = Effect.gen(function* () {
           : undefined
       // The card is rewritten, so it must come unencoded.
       if (card !== undefined) delete headers["accept-encoding"]
-      const https = url.protocol === "https:"
-      const outgoing = (https ? httpsRequest : httpRequest)(url, {
+      const https = backend.protocol === "https:"
+      const outgoing = (https ? httpsRequest : httpRequest)({
+        protocol: backend.protocol,
+        hostname: backend.hostname,
+        port: backend.port,
+        path: Forwarding.backendPath(backend, target.path, target.query),
         method: req.method ?? "GET",
         headers,
         agent: https ? agents.https : agents.http,
@@ -141,7 +142,8 @@ export const make = Effect.gen(function* () {
         resume(Effect.void)
       }
       res.once("close", done)
-      req.pipe(outgoing)
+      if (hasBody(req)) relayBody(req, outgoing)
+      else outgoing.end()
       return Effect.sync(() => {
         res.off("close", done)
         outgoing.destroy()

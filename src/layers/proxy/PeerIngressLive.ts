@@ -45,7 +45,16 @@ export const layer = Layer.scoped(
     const host = yield* MeshHost
     const membership = yield* Membership
     const policy = yield* PolicyView
-    const services = (yield* NodeConfig).file.services
+    // Each service's target parsed once, found by `<type>/<name>`.
+    const services = new Map(
+      (yield* NodeConfig).file.services.map((service) => [
+        `${service.type}/${service.name}`,
+        {
+          service,
+          backend: service.target_url === undefined ? undefined : Forwarding.target(service.target_url),
+        },
+      ]),
+    )
     const metrics = yield* Metrics
     const served = metrics.counter(
       "mesh_node_proxy_served_total",
@@ -104,12 +113,13 @@ export const layer = Layer.scoped(
         if (decision._tag === "Denied") {
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
         }
-        const service = services.find((s) => s.type === type.right && s.name === target.name)
-        if (service === undefined) {
+        const found = services.get(`${type.right}/${target.name}`)
+        if (found === undefined) {
           return yield* new NotFound({ message: `no ${type.right} service named ${target.name} on this peer` })
         }
         // Services that run a command (stdio MCP) get their bridge here (issue 14); until then they are refused.
-        if (service.target_url === undefined) {
+        const { service, backend } = found
+        if (service.target_url === undefined || backend === undefined) {
           return yield* new NotImplemented({
             message: `the ${service.type} service ${service.name} runs a local command, which the proxy does not serve yet`,
           })
@@ -117,6 +127,7 @@ export const layer = Layer.scoped(
         return {
           service,
           targetUrl: service.target_url,
+          backend,
           path: target.path,
           query: target.query,
           caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },

@@ -5,27 +5,18 @@
  * (502). The peer's answer, refusals included, is streamed back as it comes.
  */
 
-import type { IncomingMessage, ServerResponse } from "node:http"
-import { pipeline } from "node:stream"
 import { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either } from "effect"
 import { BadRequest } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
+import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import { inMember } from "../InMember.js"
 import { Listener } from "../Listener.js"
 import { raw } from "../RawHandler.js"
 import * as Route from "../Route.js"
-
-/** Streams the peer's response to the local client, headers at once (an SSE stream may stay quiet for long). */
-const relay = (upstream: IncomingMessage, res: ServerResponse) =>
-  Effect.sync(() => {
-    res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, Forwarding.response(upstream.headers))
-    res.flushHeaders()
-    pipeline(upstream, res, () => undefined)
-  })
 
 const requiredLabels = (headers: Forwarding.Headers): Effect.Effect<Record<string, string> | undefined, BadRequest> => {
   const value = headers[Forwarding.REQUIRED_LABELS]
@@ -51,6 +42,7 @@ const handler = Effect.gen(function* () {
   if (Either.isLeft(service)) return yield* new BadRequest({ message: service.left })
   const required = yield* requiredLabels(request.headers)
   const proxy = yield* PeerProxy
+  const incoming = NodeHttpServerRequest.toIncomingMessage(request)
   return yield* Effect.scoped(
     Effect.gen(function* () {
       const upstream = yield* proxy.forward({
@@ -61,7 +53,7 @@ const handler = Effect.gen(function* () {
         query: q === -1 ? "" : url.slice(q + 1),
         method: request.method,
         headers: request.headers,
-        body: NodeHttpServerRequest.toIncomingMessage(request),
+        ...(hasBody(incoming) ? { body: incoming } : {}),
         ...(required === undefined ? {} : { requiredLabels: required }),
         origin: {
           host: request.headers.host ?? "localhost",
@@ -69,7 +61,7 @@ const handler = Effect.gen(function* () {
           prefix: `/mesh/${peer}/${type}/${name}`,
         },
       })
-      return yield* raw((_req, res) => relay(upstream, res))
+      return yield* raw((_req, res) => Effect.sync(() => relayResponse(upstream, res)))
     }),
   )
 })
