@@ -18,6 +18,13 @@ import { Uint8ArrayList } from "uint8arraylist"
  */
 const READ_BUFFER_LIMIT = 32 * 1024 * 1024
 
+/**
+ * What may wait in the socket unread before the stream is paused. Pausing stops yamux's window updates, so the
+ * sender stalls for a round trip after every pause; with node's 16 KiB default a large body paused on nearly every
+ * frame. The yamux window already bounds what can arrive.
+ */
+const READ_HIGH_WATER = 1024 * 1024
+
 export class StreamSocket extends Duplex {
   /** node:http reads these from its sockets. */
   readonly connecting = false
@@ -27,7 +34,7 @@ export class StreamSocket extends Duplex {
   private readonly stream: Stream
 
   constructor(stream: Stream, connection: Connection) {
-    super({ allowHalfOpen: true })
+    super({ allowHalfOpen: true, readableHighWaterMark: READ_HIGH_WATER })
     this.stream = stream
     this.connection = connection
     this.remotePeer = connection.remotePeer.toString()
