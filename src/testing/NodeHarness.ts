@@ -3,10 +3,11 @@
  * their local API on an ephemeral loopback port and a Unix socket in their own data folder. Public test support,
  * like the control-plane and router harnesses; each node has its own configuration file contents.
  */
+
+import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { randomBytes } from "node:crypto"
 import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, Schedule, type Scope } from "effect"
 import * as NodeConfig from "../config/NodeConfig.js"
 import type * as NodeFile from "../domain/NodeFile.js"
@@ -86,7 +87,10 @@ export const make = (
     )
     const api = Context.get(context, LocalApi)
     const lifecycle = Context.get(context, NodeLifecycle)
-    const port = Option.getOrElse(Option.map(api.tcp, (a) => a.port), () => 0)
+    const port = Option.getOrElse(
+      Option.map(api.tcp, (a) => a.port),
+      () => 0,
+    )
     const peerId = waitFor(
       Effect.map(lifecycle.phase, (p) => (p._tag === "Member" ? Option.some(p.peerId) : Option.none())),
       "joining the mesh",

@@ -1,6 +1,6 @@
+import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { NODE_ROLE } from "../../src/domain/Policy.js"
 import * as ControlPlaneClientLive from "../../src/layers/member/ControlPlaneClientLive.js"
