@@ -4,7 +4,14 @@ import * as HealthRoutes from "./health/HealthRoutes.js"
 import * as IdentityRoutes from "./identity/IdentityRoutes.js"
 import * as Middleware from "./Middleware.js"
 import * as McpRoutes from "./mcp/McpRoutes.js"
+import * as DiscoverRoutes from "./mesh/DiscoverRoutes.js"
 
-export const routes = [...HealthRoutes.routes, ...McpRoutes.routes, ...IdentityRoutes.routes, ...DebugRoutes.routes]
+export const routes = [
+  ...HealthRoutes.routes,
+  ...McpRoutes.routes,
+  ...IdentityRoutes.routes,
+  ...DiscoverRoutes.routes,
+  ...DebugRoutes.routes,
+]
 
 export const make = Middleware.make(routes)
