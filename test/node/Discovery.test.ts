@@ -212,6 +212,16 @@ describe("publication and discovery", () => {
           const local = Context.get(yield* member(b.node), LocalServices)
           const late = yield* local.lookup("inference", "late")
           expect(Option.map(late, (s) => s.state)).toEqual(Option.some("withheld"))
+          // The control plane's catalog shows what B publishes, not what it is configured with.
+          const reported = Effect.map(admin(cp, "GET", "/admin/status"), (status) =>
+            (
+              status.json as { catalog: ReadonlyArray<{ peer_id: string; services: ReadonlyArray<{ name: string }> }> }
+            ).catalog
+              .filter((entry) => entry.peer_id === b.peerId)
+              .flatMap((entry) => entry.services.map((s) => s.name))
+              .sort(),
+          )
+          yield* eventually(10, reported, (names) => names.join() === "up")
 
           yield* Backends.inference(["tiny-1"], port)
           const found = yield* eventually(60, discover(a.node, "type=inference"), (rows) => rows.length === 1)
@@ -219,6 +229,7 @@ describe("publication and discovery", () => {
           expect(Option.map(yield* local.lookup("inference", "late"), (s) => [s.state, s.keys])).toEqual(
             Option.some(["published", ["tiny-1"]]),
           )
+          yield* eventually(10, reported, (names) => names.join() === "late,up")
         }),
       ),
     120_000,
