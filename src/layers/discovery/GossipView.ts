@@ -68,7 +68,11 @@ export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Mem
     const idle = [...(yield* Ref.get(interest))].filter(([, at]) => now - at > INTEREST_MS).map(([topic]) => topic)
     yield* stopListening(idle)
   })
-  yield* janitor.pipe(Effect.repeat(Schedule.spaced(JANITOR_EVERY)), Effect.forkScoped)
+  yield* janitor.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("gossip view cleanup failed", cause)),
+    Effect.repeat(Schedule.spaced(JANITOR_EVERY)),
+    Effect.forkScoped,
+  )
 
   const announcers = (type: ServiceType, key: string) =>
     Effect.gen(function* () {

@@ -72,7 +72,7 @@ export const layer = Layer.scopedDiscard(
     yield* Effect.gen(function* () {
       const pause = yield* Random.nextRange(EVERY_MS * (1 - JITTER), EVERY_MS * (1 + JITTER))
       yield* Effect.sleep(Duration.millis(pause))
-      yield* round()
+      yield* round().pipe(Effect.catchAllCause((cause) => Effect.logWarning("service announcement failed", cause)))
     }).pipe(Effect.forever, Effect.forkScoped)
 
     // New listeners on a topic: answer them soon, not at the next round.
@@ -90,7 +90,9 @@ export const layer = Layer.scopedDiscard(
       const first = yield* Queue.take(prompts)
       yield* Effect.sleep(PROMPT_DELAY)
       const more = yield* Queue.takeAll(prompts)
-      yield* round(new Set([first, ...more]))
+      yield* round(new Set([first, ...more])).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("service announcement failed", cause)),
+      )
     }).pipe(Effect.forever, Effect.forkScoped)
   }),
 )

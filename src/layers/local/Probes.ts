@@ -127,7 +127,14 @@ export const probe = (spec: ServiceSpec): Effect.Effect<ReadonlyArray<string>, P
     return Effect.fail(new ProbeUnsupported({ reason: "stdio MCP servers (command) are not run by this node yet" }))
   }
   const run = spec.type === "mcp" ? mcpTools : spec.type === "inference" ? modelIds : agentCard
-  return run(backend.url).pipe(
+  return Effect.suspend(() => run(backend.url)).pipe(
+    // A bug in a client library must not end the service's probe loop: it counts as a failed probe.
+    Effect.catchAllDefect((defect) =>
+      Effect.zipRight(
+        Effect.logError("backend probe failed unexpectedly", defect),
+        Effect.fail(new ProbeFailed({ reason: "probe failed unexpectedly" })),
+      ),
+    ),
     Effect.timeoutFail({
       duration: PROBE_TIMEOUT,
       onTimeout: () => new ProbeFailed({ reason: "no answer within 2s" }),

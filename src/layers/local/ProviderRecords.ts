@@ -105,6 +105,11 @@ export const layer = Layer.scopedDiscard(
       yield* Ref.set(records, current)
     })
 
-    yield* tick.pipe(Effect.zipRight(Effect.sleep(TICK)), Effect.forever, Effect.forkScoped)
+    yield* tick.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("provider records not refreshed", cause)),
+      Effect.zipRight(Effect.sleep(TICK)),
+      Effect.forever,
+      Effect.forkScoped,
+    )
   }),
 )
