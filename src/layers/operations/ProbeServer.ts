@@ -7,20 +7,23 @@ import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import type { ListenAddress } from "../../config/ControlPlaneConfig.js"
+import * as CanonicalPath from "../../http/CanonicalPath.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
+import * as RouteTable from "../../http/RouteTable.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 
 export const layer = (address: ListenAddress, ready: Effect.Effect<boolean>) =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const metrics = yield* Metrics
-      const app = HttpRouter.empty.pipe(
+      const router = HttpRouter.empty.pipe(
         HttpRouter.get("/healthz", HttpServerResponse.json({ status: "ok" })),
         HttpRouter.get(
           "/readyz",
           Effect.flatMap(ready, (ok) =>
             ok
               ? HttpServerResponse.json({ status: "ready" })
-              : HttpServerResponse.json({ error: "unavailable", message: "not ready" }, { status: 503 }),
+              : Effect.succeed(ErrorResponse.body(503, "unavailable", "not ready")),
           ),
         ),
         HttpRouter.get(
@@ -29,12 +32,12 @@ export const layer = (address: ListenAddress, ready: Effect.Effect<boolean>) =>
             HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
           ),
         ),
-        HttpRouter.catchAll(() =>
-          HttpServerResponse.json({ error: "not_found", message: "no such route" }, { status: 404 }),
+      )
+      const app = yield* HttpRouter.toHttpApp(router).pipe(HttpRouter.withRouterConfig(CanonicalPath.routerConfig))
+      return HttpServer.serve(
+        RouteTable.gate(RouteTable.fromRouter(router))(app).pipe(
+          Effect.catchAll(() => Effect.succeed(ErrorResponse.body(404, "not_found", "no such route"))),
         ),
-      )
-      return HttpServer.serve(app).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })),
-      )
+      ).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })))
     }),
   )
