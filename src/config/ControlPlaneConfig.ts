@@ -36,6 +36,8 @@ export interface ControlPlaneSettings {
   readonly enrollRateLimit: { readonly perSecond: number; readonly burst: number }
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number
+  /** How long a client may take to send a whole request (408 and the connection closed beyond). */
+  readonly requestTimeout: Duration.Duration
 }
 
 export class ControlPlaneConfig extends Context.Tag("mesh/ControlPlaneConfig")<
@@ -63,6 +65,7 @@ export const defaults = {
   enrollRateLimit: 10,
   enrollBurst: 20,
   maxBodyBytes: 1024 * 1024,
+  requestTimeout: "30s",
 } as const
 
 /** Settings with every default applied; `overrides` names only what differs. Used by tests and the dev mesh. */
@@ -88,6 +91,7 @@ export const make = (
     logFormat: "text",
     enrollRateLimit: { perSecond: defaults.enrollRateLimit, burst: defaults.enrollBurst },
     maxBodyBytes: defaults.maxBodyBytes,
+    requestTimeout: Duration.seconds(30),
     ...overrides,
   }
 }

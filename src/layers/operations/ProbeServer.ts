@@ -2,13 +2,12 @@
  * The small HTTP listener routers and nodes serve on their metrics address: `/healthz` (the process is up),
  * `/readyz` (it can do its job) and `/metrics` (Prometheus text). No authentication: it reveals no secrets.
  */
-import { createServer } from "node:http"
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import type { ListenAddress } from "../../config/ControlPlaneConfig.js"
 import * as CanonicalPath from "../../http/CanonicalPath.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
+import * as Listener from "../../http/Listener.js"
 import * as RouteTable from "../../http/RouteTable.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 
@@ -34,10 +33,13 @@ export const layer = (address: ListenAddress, ready: Effect.Effect<boolean>) =>
         ),
       )
       const app = yield* HttpRouter.toHttpApp(router).pipe(HttpRouter.withRouterConfig(CanonicalPath.routerConfig))
-      return HttpServer.serve(
-        RouteTable.gate(RouteTable.fromRouter(router))(app).pipe(
-          Effect.catchAll(() => Effect.succeed(ErrorResponse.body(404, "not_found", "no such route"))),
+      return Listener.serve(
+        HttpServer.serve(
+          RouteTable.gate(RouteTable.fromRouter(router))(app).pipe(
+            Effect.catchAll(() => Effect.succeed(ErrorResponse.body(404, "not_found", "no such route"))),
+          ),
         ),
-      ).pipe(Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })))
+        { host: address.host, port: address.port },
+      )
     }),
   )
