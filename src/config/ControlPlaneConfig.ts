@@ -38,6 +38,8 @@ export interface ControlPlaneSettings {
   readonly maxBodyBytes: number
   /** How long a client may take to send a whole request (408 and the connection closed beyond). */
   readonly requestTimeout: Duration.Duration
+  /** How long requests in flight may finish once the server stops; then their connections are cut. Not a flag. */
+  readonly shutdownGrace: Duration.Duration
 }
 
 export class ControlPlaneConfig extends Context.Tag("mesh/ControlPlaneConfig")<
@@ -68,6 +70,9 @@ export const defaults = {
   requestTimeout: "30s",
 } as const
 
+/** Requests in flight get this long once stopping starts: well inside the ten seconds init systems wait. */
+export const SHUTDOWN_GRACE = Duration.seconds(5)
+
 /** Settings with every default applied; `overrides` names only what differs. Used by tests and the dev mesh. */
 export const make = (
   overrides: Partial<ControlPlaneSettings> & Pick<ControlPlaneSettings, "issuers" | "database">,
@@ -92,6 +97,7 @@ export const make = (
     enrollRateLimit: { perSecond: defaults.enrollRateLimit, burst: defaults.enrollBurst },
     maxBodyBytes: defaults.maxBodyBytes,
     requestTimeout: Duration.seconds(30),
+    shutdownGrace: SHUTDOWN_GRACE,
     ...overrides,
   }
 }

@@ -3,21 +3,26 @@
  *
  * - a request must arrive whole within `requestTimeout`; one that does not (a body that never comes, headers sent a
  *   byte at a time) is answered 408 and its connection closed, whatever the handler was waiting for;
- * - requests the HTTP parser refuses get the one error body instead of node's bare status line.
+ * - requests the HTTP parser refuses get the one error body instead of node's bare status line;
+ * - stopping drains: the listener stops accepting, idle connections close, requests in flight get `shutdownGrace` to
+ *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do.
  */
 import { createServer, type Server, STATUS_CODES } from "node:http"
 import type { ListenOptions } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
 
 export interface ListenerOptions {
   /** How long a client may take to send a whole request, headers and body. */
   readonly requestTimeout: Duration.Duration
+  /** How long requests in flight may run on once stopping starts; zero cuts them at once. */
+  readonly shutdownGrace: Duration.Duration
 }
 
 export const defaults: ListenerOptions = {
   requestTimeout: Duration.seconds(30),
+  shutdownGrace: Duration.seconds(5),
 }
 
 /** What we answer for each parser refusal; the rest are 400. */
@@ -54,7 +59,33 @@ const makeServer = (options: ListenerOptions): Server => {
   return server
 }
 
-/** Serves `app` (a layer that installs handlers on the HttpServer, such as `HttpApiBuilder.serve()`) on `listen`. */
+/** Stops accepting, lets requests in flight finish within the grace, then cuts what is left. */
+const drain = (server: Server, grace: Duration.Duration) =>
+  Effect.gen(function* () {
+    const closed = yield* Deferred.make<void>()
+    server.close(() => Deferred.unsafeDone(closed, Exit.void))
+    if (Duration.toMillis(grace) > 0) {
+      // Connections whose request just finished become idle and would otherwise wait out their keep-alive.
+      const closeIdle = Effect.sync(() => server.closeIdleConnections()).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(100))),
+      )
+      // Finalizers run uninterruptibly in a fiber already interrupted: the timed wait runs in a fiber of its own, where
+      // the race and the timeout can stop whichever side lost.
+      yield* Effect.raceFirst(Deferred.await(closed), closeIdle).pipe(
+        Effect.timeout(grace),
+        Effect.ignore,
+        Effect.interruptible,
+        Effect.fork,
+        Effect.flatMap(Fiber.join),
+      )
+    }
+    server.closeAllConnections()
+  })
+
+/**
+ * Serves `app` (a layer that installs handlers on the HttpServer, such as `HttpApiBuilder.serve()`) on `listen`.
+ * The drain runs before `app` removes its handlers, so requests in flight can still be answered.
+ */
 export const serve = <E, R>(
   app: Layer.Layer<never, E, R>,
   listen: ListenOptions,
@@ -63,6 +94,9 @@ export const serve = <E, R>(
   Layer.unwrapEffect(
     Effect.sync(() => {
       const server = makeServer(options)
-      return app.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, listen)))
+      return Layer.scopedDiscard(Effect.addFinalizer(() => drain(server, options.shutdownGrace))).pipe(
+        Layer.provideMerge(app),
+        Layer.provideMerge(NodeHttpServer.layer(() => server, listen)),
+      )
     }),
   )

@@ -1,7 +1,7 @@
 /** Runs the control plane server until interrupted (SIGINT/SIGTERM close the listener and the database cleanly). */
 import type { Command } from "@effect/cli"
 import { Duration, Effect, Layer, Option } from "effect"
-import type { ControlPlaneSettings } from "../../config/ControlPlaneConfig.js"
+import { type ControlPlaneSettings, SHUTDOWN_GRACE } from "../../config/ControlPlaneConfig.js"
 import * as ControlPlaneLive from "../../layers/ControlPlaneLive.js"
 import * as Logging from "../../layers/Logging.js"
 import * as Flag from "../flags.js"
@@ -45,6 +45,7 @@ export const settingsFromFlags = (flags: ServerFlags) =>
       enrollRateLimit: { perSecond: flags.enrollRateLimit, burst: Math.max(1, flags.enrollBurst) },
       maxBodyBytes: flags.maxBodyBytes,
       requestTimeout: flags.requestTimeout,
+      shutdownGrace: SHUTDOWN_GRACE,
     }
     return settings
   })
