@@ -1,7 +1,8 @@
 /**
  * The one spelling of a request path that our HTTP servers route. A request target is canonical when it is in origin
  * form (`/a/b?query`) and every path segment is non-empty, is not `.` or `..`, and percent-encodes only what must be
- * (no `%61` for `a`, no malformed or non-UTF-8 escapes); `;` and `#` never appear in the path. Route matching is then
+ * (no `%61` for `a`, no malformed or non-UTF-8 escapes) and never a control character (no identifier of ours holds
+ * one, and postgres refuses NUL in text); `;` and `#` never appear in the path. Route matching is then
  * exact and case-sensitive (`RouteTable`), and the framework router is told to match the same way (`routerConfig`),
  * so a request reaches a handler under one spelling only, the one every middleware (labels, limits, body checks,
  * no-store) recognises. Anything else matches no route: 404.
@@ -24,13 +25,17 @@ export const routerConfig: Parameters<typeof HttpRouter.setRouterConfig>[0] = {
 /** RFC 3986 unreserved characters: they have one spelling, the literal one. */
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/
 
-/** Whether the escapes of one segment are well formed, decode to UTF-8, and never stand for an unreserved character. */
+/**
+ * Whether the escapes of one segment are well formed, decode to UTF-8, and stand for neither an unreserved character
+ * nor a control character.
+ */
 const escapesCanonical = (segment: string): boolean => {
   if (!segment.includes("%")) return true
   for (let i = segment.indexOf("%"); i !== -1; i = segment.indexOf("%", i + 1)) {
     const hex = segment.slice(i + 1, i + 3)
     if (!/^[0-9A-Fa-f]{2}$/.test(hex)) return false
-    if (UNRESERVED.test(String.fromCharCode(Number.parseInt(hex, 16)))) return false
+    const byte = Number.parseInt(hex, 16)
+    if (byte < 0x20 || byte === 0x7f || UNRESERVED.test(String.fromCharCode(byte))) return false
   }
   try {
     decodeURIComponent(segment)

@@ -58,8 +58,9 @@ describe("RouteTable", () => {
     expect(table.resolve("DELETE", "/admin/bootstrap-tokens/%C3%A9")).toBe("/admin/bootstrap-tokens/:id")
     expect(table.resolve("DELETE", `/admin/bootstrap-tokens/${"x".repeat(100)}`)).toBe("/admin/bootstrap-tokens/:id")
     expect(table.resolve("DELETE", `/admin/bootstrap-tokens/${"x".repeat(101)}`)).toBeUndefined()
-    // An escaped letter, a malformed escape, an escape that is not UTF-8, a dot segment: not a canonical parameter.
-    for (const id of ["b%74_00", "%zz", "%FF", "..", ".", "%2e"]) {
+    // An escaped letter, a malformed escape, an escape that is not UTF-8, a control character, a dot segment: not a
+    // canonical parameter.
+    for (const id of ["b%74_00", "%zz", "%FF", "%00", "a%1Fb", "%7f", "..", ".", "%2e"]) {
       expect(table.resolve("DELETE", `/admin/bootstrap-tokens/${id}`), id).toBeUndefined()
     }
   })
