@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import "../platform/polyfill.js"
 import "../platform/biscuit-wasm.js"
 import { meshNode } from "../cli/mesh-node.js"
 import { runCommand } from "../cli/run.js"

@@ -1,9 +1,10 @@
 /**
- * Loads @biscuit-auth/biscuit-wasm without `--experimental-wasm-modules`.
+ * Loads @biscuit-auth/biscuit-wasm by instantiating its WebAssembly module ourselves.
  *
- * The package's entry imports its `.wasm` file as an ES module, which Node 20 refuses without a flag. We instantiate
- * the module ourselves and wire it into the package's JS glue, which is what the bundler target would have done.
- * This is the only place that loads biscuit; everything else imports the classes from here.
+ * The package's entry imports its `.wasm` file as an ES module. Node 22 and 24 accept that, but only as an experimental
+ * feature that prints a warning to stderr, and the entry then runs the wasm start function unguarded, which prints a
+ * banner to stdout that would corrupt our CLI output. We wire the module into the package's JS glue, as the bundler
+ * target would, and silence the banner. This is the only place that loads biscuit; everything else imports from here.
  */
 import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
