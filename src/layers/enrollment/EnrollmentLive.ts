@@ -1,7 +1,9 @@
 /**
  * Enrollment over the token, request and node stores. Every admission (auto-approve or operator approval) spends
  * the token usage, records the request and creates the node in one transaction: a crash leaves either all of it or
- * none, and concurrent enrollments can never spend more usages than the token has.
+ * none, and concurrent enrollments can never spend more usages than the token has. A node that exists is never
+ * overwritten: admission refuses, and re-enrollment and collection only swap the credential of a node that is still
+ * unbanned, in the same statement that checks it.
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -26,7 +28,7 @@ import { EnrollmentRequests } from "../../services/enrollment/EnrollmentRequests
 import { Challenges } from "../../services/identity/Challenges.js"
 import { Credentials, type Minted } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
-import { Nodes } from "../../services/nodes/Nodes.js"
+import { CHANGED, lostWrite, Nodes } from "../../services/nodes/Nodes.js"
 import { Audit } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
 
@@ -94,34 +96,43 @@ export const layer = Layer.effect(
       bannedAt: undefined,
     })
 
-    /** Mints the node's credential and makes it the current one. */
-    const issue = (node: Node) =>
+    /** A new credential for an enrolled bootstrap node, made current only if the node is still unbanned. */
+    const reissue = (node: Node) =>
       Effect.gen(function* () {
         const minted = yield* credentials.mint({ peerId: node.peerId, role: node.role, labels: node.labels })
-        yield* nodes.save({ ...node, credentialDigest: minted.digest, credentialExpiresAt: minted.expiresAtMs })
-        return minted
+        const now = yield* Clock.currentTimeMillis
+        const swapped = yield* nodes.reissue({
+          peerId: node.peerId,
+          role: node.role,
+          digest: minted.digest,
+          expiresAt: minted.expiresAtMs,
+          now,
+        })
+        return swapped ? minted : yield* lostWrite(nodes, node.peerId)
       })
 
     /**
      * Spends a usage and creates the node (with its first credential when one was minted), and records or resolves
-     * the request, all or nothing.
+     * the request, all or nothing. A node of the same peer that appeared meanwhile is left alone: `conflict`.
      */
     const admit = <E>(
       request: EnrollmentRequest,
       token: Token.BootstrapToken,
       now: number,
       record: Effect.Effect<void, E>,
+      conflict: string,
       credential?: Minted,
     ) =>
       Effect.gen(function* () {
         yield* record
         if (!(yield* tokens.spend(token.id, now))) return yield* new Gone({ message: messages.tokenUsedUp })
         const node = newNode(request, token, now)
-        yield* nodes.save(
+        const created = yield* nodes.create(
           credential === undefined
             ? node
             : { ...node, credentialDigest: credential.digest, credentialExpiresAt: credential.expiresAtMs },
         )
+        if (!created) return yield* new Conflict({ message: conflict })
         return node
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
@@ -167,7 +178,7 @@ export const layer = Layer.effect(
       if (Option.isSome(existing)) {
         if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
         if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
-        const credential = yield* issue(existing.value)
+        const credential = yield* reissue(existing.value)
         const previous = yield* requests.findByPeer(key.peerId)
         return {
           status: "approved" as const,
@@ -219,6 +230,7 @@ export const layer = Layer.effect(
             details: { peer_id: key.peerId },
           }),
         ),
+        CHANGED,
         credential,
       )
       yield* Effect.logInfo("node enrolled").pipe(
@@ -243,7 +255,7 @@ export const layer = Layer.effect(
       const node = yield* nodes.find(peerId)
       if (Option.isNone(node)) return yield* unauthorized
       if (node.value.banned) return yield* forbidden(messages.nodeBanned)
-      return { status: "approved" as const, requestId: r.id, credential: yield* issue(node.value) }
+      return { status: "approved" as const, requestId: r.id, credential: yield* reissue(node.value) }
     })
 
     const findRequest = (id: string) =>
@@ -270,7 +282,7 @@ export const layer = Layer.effect(
         Effect.flatMap((t) => usableToken(t, now)),
       )
       yield* labelsAllowed(request.requestedRole, request.labels)
-      yield* admit(request, token, now, resolveApproved(request, by, now))
+      yield* admit(request, token, now, resolveApproved(request, by, now), messages.alreadyEnrolled)
       yield* Effect.logInfo("enrollment approved").pipe(
         Effect.annotateLogs({ peer_id: request.peerId, request_id: id, by }),
       )

@@ -34,9 +34,9 @@ export interface StatusQuery {
 export interface EnrollmentService {
   readonly enroll: (
     request: BootstrapEnrollRequest,
-  ) => Effect.Effect<EnrollOutcome, BadRequest | Unauthorized | Forbidden | Gone>
+  ) => Effect.Effect<EnrollOutcome, BadRequest | Unauthorized | Forbidden | Gone | Conflict>
   /** The state of a peer's request; an approved request yields a fresh credential. Any auth failure is a 401. */
-  readonly status: (query: StatusQuery) => Effect.Effect<EnrollOutcome, Unauthorized | Forbidden>
+  readonly status: (query: StatusQuery) => Effect.Effect<EnrollOutcome, Unauthorized | Forbidden | Conflict>
   readonly pending: Effect.Effect<ReadonlyArray<EnrollmentRequest>>
   readonly approve: (id: string, by: string) => Effect.Effect<EnrollmentRequest, NotFound | Conflict | Gone | Forbidden>
   readonly reject: (id: string, by: string) => Effect.Effect<EnrollmentRequest, NotFound | Conflict>
@@ -52,6 +52,7 @@ export const messages = {
   ownerBanned: "the owner of the bootstrap token is banned",
   nodeBanned: "node is banned",
   otherRole: "node is enrolled with another role",
+  alreadyEnrolled: "the peer is already enrolled; reject the request",
   resolved: "enrollment request is already resolved",
   noRequest: "no such enrollment request",
 } as const
