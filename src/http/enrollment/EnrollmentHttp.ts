@@ -11,7 +11,7 @@ import {
   EnrollRequestSchema,
   EnrollResponseSchema,
 } from "../../gen/mesh_pb.js"
-import { Enrollment, type EnrollOutcome } from "../../services/enrollment/Enrollment.js"
+import { Enrollment, type EnrollOutcome, messages } from "../../services/enrollment/Enrollment.js"
 import { Registration } from "../../services/enrollment/Registration.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"
 import { ControlPlaneApi } from "../Api.js"
@@ -43,11 +43,13 @@ export const EnrollmentHttpLive = HttpApiBuilder.group(ControlPlaneApi, "enrollm
             status: statusOf[outcome.status],
             requestId: outcome.requestId,
             ...(outcome.status === "approved"
-              ? {
-                  biscuitToken: outcome.credential.bytes,
-                  expireTime: timestampFromMs(outcome.credential.expiresAtMs),
-                  ...context,
-                }
+              ? outcome.credential === undefined
+                ? { errorMessage: messages.collected }
+                : {
+                    biscuitToken: outcome.credential.bytes,
+                    expireTime: timestampFromMs(outcome.credential.expiresAtMs),
+                    ...context,
+                  }
               : outcome.status === "pending"
                 ? { pollIntervalSeconds: POLL_INTERVAL_SECONDS }
                 : {}),

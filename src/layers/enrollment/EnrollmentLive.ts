@@ -31,6 +31,7 @@ import { Bans } from "../../services/nodes/Bans.js"
 import { CHANGED, lostWrite, Nodes } from "../../services/nodes/Nodes.js"
 import { Audit } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
+import { REPLAYED } from "../identity/ChallengesLive.js"
 
 const badRequest = (message: string) => new BadRequest({ message })
 const forbidden = (message: string) => new Forbidden({ message })
@@ -96,19 +97,25 @@ export const layer = Layer.effect(
       bannedAt: undefined,
     })
 
-    /** A new credential for an enrolled bootstrap node, made current only if the node is still unbanned. */
-    const reissue = (node: Node) =>
+    /**
+     * A new credential for an enrolled bootstrap node, made current only if the node is still unbanned; with a
+     * `claim` (releasing an approval), only if the claim is won in the same transaction, else undefined.
+     */
+    const reissue = (node: Node, claim: Effect.Effect<boolean> = Effect.succeed(true)) =>
       Effect.gen(function* () {
         const minted = yield* credentials.mint({ peerId: node.peerId, role: node.role, labels: node.labels })
         const now = yield* Clock.currentTimeMillis
-        const swapped = yield* nodes.reissue({
-          peerId: node.peerId,
-          role: node.role,
-          digest: minted.digest,
-          expiresAt: minted.expiresAtMs,
-          now,
-        })
-        return swapped ? minted : yield* lostWrite(nodes, node.peerId)
+        return yield* Effect.gen(function* () {
+          if (!(yield* claim)) return undefined
+          const swapped = yield* nodes.reissue({
+            peerId: node.peerId,
+            role: node.role,
+            digest: minted.digest,
+            expiresAt: minted.expiresAtMs,
+            now,
+          })
+          return swapped ? minted : yield* lostWrite(nodes, node.peerId)
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 
     /**
@@ -207,6 +214,8 @@ export const layer = Layer.effect(
         createdAt: now,
         resolvedAt: config.autoApproveEnrollment ? now : undefined,
         resolvedBy: config.autoApproveEnrollment ? "auto-approve" : undefined,
+        // The auto-approved answer carries the credential: it is released here.
+        releasedAt: config.autoApproveEnrollment ? now : undefined,
       }
       if (!config.autoApproveEnrollment) {
         yield* requests.save(request)
@@ -247,15 +256,21 @@ export const layer = Layer.effect(
       if (peerId === undefined || !Number.isSafeInteger(ts) || signature === undefined) return yield* unauthorized
       const request = yield* requests.findByPeer(peerId)
       if (Option.isNone(request)) return yield* unauthorized
+      // Single-use, like the proofs of /enroll and /register: a captured poll cannot be replayed.
       yield* challenges
-        .verify({ endpoint: "enroll-status", peerId, publicKey: request.value.publicKey, unixMs: ts, signature })
-        .pipe(Effect.mapError(() => unauthorized))
+        .verifyOnce({ endpoint: "enroll-status", peerId, publicKey: request.value.publicKey, unixMs: ts, signature })
+        .pipe(Effect.mapError((error) => (error.message === REPLAYED ? error : unauthorized)))
       const r = request.value
       if (r.status !== "approved") return { status: r.status, requestId: r.id }
+      const collected = { status: "approved" as const, requestId: r.id, credential: undefined }
+      if (r.releasedAt !== undefined) return collected
       const node = yield* nodes.find(peerId)
       if (Option.isNone(node)) return yield* unauthorized
       if (node.value.banned) return yield* forbidden(messages.nodeBanned)
-      return { status: "approved" as const, requestId: r.id, credential: yield* reissue(node.value) }
+      // The release is claimed in the transaction that makes the credential current: once, and only if unbanned.
+      const now = yield* Clock.currentTimeMillis
+      const credential = yield* reissue(node.value, requests.release(r.id, now))
+      return credential === undefined ? collected : { ...collected, credential }
     })
 
     const findRequest = (id: string) =>
