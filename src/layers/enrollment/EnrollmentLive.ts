@@ -50,7 +50,10 @@ export const layer = Layer.effect(
     const bans = yield* Bans
     const audit = yield* Audit
 
-    /** A token that may admit someone now: known, unrevoked, unexpired, owner not banned. Usages are checked later. */
+    /**
+     * A token that may admit someone now: known, unrevoked, unexpired, owner not banned (which disables it even when
+     * used up). Usages are checked later: an approved peer enrolling again spends none.
+     */
     const usableToken = (token: Token.BootstrapToken, now: number) =>
       Effect.gen(function* () {
         const ownerBanned = token.ownerId !== undefined && (yield* bans.isIdentityBanned(token.ownerId))
@@ -180,10 +183,12 @@ export const layer = Layer.effect(
       const role = input.requestedRole.length > 0 ? input.requestedRole : token.role
       if (role !== token.role) return yield* forbidden(`bootstrap token does not grant role "${role}"`)
 
-      // An approved peer enrolling again: a new credential, no approval, no usage spent.
+      // An approved peer enrolling again: a new credential, no approval, no usage spent. OIDC nodes refresh or
+      // register again instead, where their identity's ban and bindings are checked.
       const existing = yield* nodes.find(key.peerId)
       if (Option.isSome(existing)) {
         if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
+        if (existing.value.enrollmentType !== "bootstrap") return yield* forbidden(messages.oidcNode)
         if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
         const credential = yield* reissue(existing.value)
         const previous = yield* requests.findByPeer(key.peerId)

@@ -56,6 +56,7 @@ export const messages = {
   ownerBanned: "the owner of the bootstrap token is banned",
   nodeBanned: "node is banned",
   otherRole: "node is enrolled with another role",
+  oidcNode: "node is enrolled through OIDC; refresh or register again",
   alreadyEnrolled: "the peer is already enrolled; reject the request",
   collected: "the credential was already collected; enroll again with the bootstrap token",
   resolved: "enrollment request is already resolved",
