@@ -15,6 +15,8 @@ import { Policy } from "../../services/policy/Policy.js"
 export interface Caller {
   readonly identity: Identity
   readonly user: User
+  /** Every role the policy binds to the caller. */
+  readonly roles: ReadonlySet<string>
   readonly isAdmin: boolean
 }
 
@@ -45,7 +47,8 @@ export const UserAuthLive = Layer.effect(
           }
           const user = yield* users.seen(identity)
           const { document } = yield* policy.current
-          return { identity, user, isAdmin: PolicyRules.rolesOf(document, identity).has(PolicyRules.ADMIN_ROLE) }
+          const roles = PolicyRules.rolesOf(document, identity)
+          return { identity, user, roles, isAdmin: roles.has(PolicyRules.ADMIN_ROLE) }
         }),
     }
   }),
