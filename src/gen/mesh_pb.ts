@@ -591,7 +591,8 @@ export const PolicyRoleSchema: GenMessage<PolicyRole> = /*@__PURE__*/
 
 /**
  * PolicyBinding binds identities (`user:<sub>`, `email:<addr>`, `group:<name>`, `node:<peer_id>`,
- * `mesh:system:authenticated`) to a role.
+ * `mesh:system:authenticated`) to a role. An identity member may name its issuer, `user:<issuer>|<sub>`; one that does
+ * not names the first configured issuer.
  *
  * @generated from message mesh.v1.PolicyBinding
  */

@@ -35,7 +35,9 @@ describeDatabases("mesh policy", (db) => {
       const current = fromBinary(PolicyConfigGetResponseSchema, read.body)
       expect(current.version).toBe(1n)
       expect(current.policy?.roles.map((r) => r.name)).toEqual(["mesh:role:node"])
-      expect(current.datalogRules).toContain('role("mesh:role:node") <- group($v), $v.starts_with("eng")')
+      expect(current.datalogRules).toContain(
+        `role("mesh:role:node") <- issuer("${Harness.DEFAULT_ISSUER}"), group($v), $v.starts_with("eng")`,
+      )
     }),
   )
 

@@ -80,9 +80,9 @@ export const updateResponse = (json: boolean) => {
   )
 }
 
-export const getResponse = (snapshot: PolicySnapshot, json: boolean) => {
+export const getResponse = (snapshot: PolicySnapshot, issuers: PolicyRules.Issuers, json: boolean) => {
   const message = create(PolicyConfigGetResponseSchema, {
-    datalogRules: [...PolicyRules.toDatalog(snapshot.document)],
+    datalogRules: [...PolicyRules.toDatalog(snapshot.document, issuers)],
     policy: fromDocument(snapshot.document),
     version: BigInt(snapshot.version),
     ...(snapshot.updatedAt === undefined ? {} : { updateTime: timestampFromMs(snapshot.updatedAt) }),

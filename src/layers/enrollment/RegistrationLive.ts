@@ -61,7 +61,7 @@ export const layer = Layer.effect(
         }
       }
       const { document } = yield* policy.current
-      const bound = PolicyRules.rolesOf(document, { peerId: key.peerId, ...identity })
+      const bound = PolicyRules.rolesOf(document, { peerId: key.peerId, ...identity }, config.issuers)
       if (!bound.has(input.requestedRole)) {
         return yield* forbidden(`role "${input.requestedRole}" is not bound to this identity`)
       }

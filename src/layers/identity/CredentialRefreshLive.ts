@@ -7,6 +7,7 @@
  * (a replay, or a race) yield one new credential and one refusal.
  */
 import { Clock, Effect, Layer, Option } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Forbidden, Unauthorized } from "../../domain/Errors.js"
 import { identityKey, isAdmitted, type Node } from "../../domain/Node.js"
 import * as PolicyRules from "../../domain/Policy.js"
@@ -25,6 +26,7 @@ export const layer = Layer.effect(
     const challenges = yield* Challenges
     const policy = yield* Policy
     const bans = yield* Bans
+    const config = yield* ControlPlaneConfig
 
     const unauthorized = (message: string) => new Unauthorized({ message })
 
@@ -36,7 +38,7 @@ export const layer = Layer.effect(
         if (yield* bans.isIdentityBanned(identityKey(identity)))
           return yield* new Forbidden({ message: messages.identityBanned })
         const { document } = yield* policy.current
-        if (!PolicyRules.rolesOf(document, { peerId: node.peerId, ...identity }).has(node.role)) {
+        if (!PolicyRules.rolesOf(document, { peerId: node.peerId, ...identity }, config.issuers).has(node.role)) {
           return yield* new Forbidden({ message: `role "${node.role}" is no longer bound to this identity` })
         }
       })
