@@ -71,7 +71,7 @@ export const layer = Layer.effect(
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
-        Effect.tap(() => events.publish({ type: "policy_update" })),
+        Effect.tap((snapshot) => events.publish({ type: "policy_update", sequence: snapshot.version })),
         Effect.withSpan("Policy.replace"),
       )
 
