@@ -26,7 +26,11 @@ export type State = "active" | "revoked" | "expired" | "exhausted" | "disabled"
  * Revoked wins over expired, which wins over disabled (the minting user is banned: the spec's owner ban disables the
  * token, even one that is used up, so that an approved peer cannot enroll again with it), then exhausted.
  */
-export const stateOf = (token: BootstrapToken, now: number, ownerBanned: boolean): State =>
+export const stateOf = (
+  token: Pick<BootstrapToken, "revokedAt" | "expiresAt" | "usagesCount" | "maxUsages">,
+  now: number,
+  ownerBanned: boolean,
+): State =>
   token.revokedAt !== undefined
     ? "revoked"
     : now >= token.expiresAt
