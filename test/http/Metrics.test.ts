@@ -15,6 +15,10 @@ const T0 = Date.parse("2026-06-01T00:00:00Z")
 const scrape = (url: string) =>
   Effect.map(MeshClient.request(`${url}/metrics`), (a) => new TextDecoder().decode(a.body))
 
+/** A snapshot of the mesh state taken at least `seconds` after T0, not one begun while the test was setting up. */
+const takenAfter = (seconds: number) => (text: string) =>
+  (value(text, "mesh_control_plane_mesh_state_timestamp_seconds") ?? 0) >= T0 / 1000 + seconds
+
 /** The value of one series, e.g. `mesh_control_plane_routers_active` or `name{label="x"}`. */
 const value = (text: string, series: string): number | undefined => {
   const line = text.split("\n").find((l) => l.startsWith(`${series} `))
@@ -46,11 +50,8 @@ describeDatabases("control plane metrics", (db) => {
 
       yield* TestClock.adjust(Duration.seconds(16))
       yield* scrape(cp.url)
-      const text = yield* eventually(
-        scrape(cp.url),
-        (t) => value(t, 'mesh_control_plane_bootstrap_tokens{state="active"}') === 1,
-        { what: "fresh mesh state" },
-      )
+      const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
+      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="active"}')).toBe(1)
       expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="disabled"}')).toBe(1)
       expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="exhausted"}')).toBe(0)
     }),
@@ -75,9 +76,8 @@ describeDatabases("control plane metrics", (db) => {
       // Gauges come from a snapshot at most 15 s old: let it age, scrape to start a refresh, then read.
       yield* TestClock.adjust(Duration.seconds(16))
       yield* scrape(cp.url)
-      const text = yield* eventually(scrape(cp.url), (t) => value(t, "mesh_control_plane_routers_active") === 1, {
-        what: "fresh mesh state",
-      })
+      const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
+      expect(value(text, "mesh_control_plane_routers_active")).toBe(1)
       const p = "mesh_control_plane_"
       expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="admitted"}`)).toBe(1)
       expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="banned"}`)).toBe(1)
