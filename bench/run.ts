@@ -2,7 +2,6 @@
  * `npm run bench`: runs every benchmark, prints the table and writes bench/results/latest.{md,json}.
  * `npm run bench -- <name>` runs the benchmarks whose module name contains <name>.
  */
-import "../src/platform/polyfill.js"
 import "../src/platform/biscuit-wasm.js"
 import { join } from "node:path"
 import type { Entry } from "./lib/report.js"

@@ -36,6 +36,10 @@ export interface ControlPlaneSettings {
   readonly enrollRateLimit: { readonly perSecond: number; readonly burst: number }
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number
+  /** How long a client may take to send a whole request (408 and the connection closed beyond). */
+  readonly requestTimeout: Duration.Duration
+  /** How long requests in flight may finish once the server stops; then their connections are cut. Not a flag. */
+  readonly shutdownGrace: Duration.Duration
 }
 
 export class ControlPlaneConfig extends Context.Tag("mesh/ControlPlaneConfig")<
@@ -63,7 +67,11 @@ export const defaults = {
   enrollRateLimit: 10,
   enrollBurst: 20,
   maxBodyBytes: 1024 * 1024,
+  requestTimeout: "30s",
 } as const
+
+/** Requests in flight get this long once stopping starts: well inside the ten seconds init systems wait. */
+export const SHUTDOWN_GRACE = Duration.seconds(5)
 
 /** Settings with every default applied; `overrides` names only what differs. Used by tests and the dev mesh. */
 export const make = (
@@ -88,6 +96,8 @@ export const make = (
     logFormat: "text",
     enrollRateLimit: { perSecond: defaults.enrollRateLimit, burst: defaults.enrollBurst },
     maxBodyBytes: defaults.maxBodyBytes,
+    requestTimeout: Duration.seconds(30),
+    shutdownGrace: SHUTDOWN_GRACE,
     ...overrides,
   }
 }

@@ -13,6 +13,8 @@ export type ServiceType = (typeof SERVICE_TYPES)[number]
 /** Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`). */
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
+export const isServiceName = (name: string): boolean => SERVICE_NAME.test(name)
+
 const LabelMap = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
   Schema.filter((labels) => Either.match(Labels.validate(labels), { onLeft: (reason) => reason, onRight: () => true })),
 )

@@ -7,8 +7,11 @@ import * as http from "node:http"
 import * as https from "node:https"
 import { Data, Duration, Effect } from "effect"
 
-/** Why a GET failed; `reason` is short and safe to show (no body, no headers). */
-export class HttpGetError extends Data.TaggedError("HttpGetError")<{ readonly reason: string }> {}
+/** Why a GET failed; `reason` is short and safe to show (no body, no headers); `status` when the server answered. */
+export class HttpGetError extends Data.TaggedError("HttpGetError")<{
+  readonly reason: string
+  readonly status?: number
+}> {}
 
 export interface Options {
   readonly insecureSkipTlsVerify?: boolean
@@ -32,7 +35,14 @@ const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number) 
     const onResponse = (res: http.IncomingMessage) => {
       if (res.statusCode !== 200) {
         res.resume()
-        return finish(fail(`HTTP status ${res.statusCode ?? "unknown"}`))
+        return finish(
+          Effect.fail(
+            new HttpGetError({
+              reason: `HTTP status ${res.statusCode ?? "unknown"}`,
+              ...(res.statusCode === undefined ? {} : { status: res.statusCode }),
+            }),
+          ),
+        )
       }
       if (Number(res.headers["content-length"] ?? 0) > maxBytes) {
         req.destroy()

@@ -1,6 +1,8 @@
 /**
- * The middleware around every control-plane route: renders failures into the one error body, and counts and times
- * each request by route pattern and status for /metrics.
+ * The middleware around every control-plane route. It decides which route a request is for (`RouteTable`) and
+ * answers 404 itself when there is none, so the router only ever sees requests that every check below recognised;
+ * then it refuses bodies no route reads, applies the enrollment rate limit, renders failures into the one error body,
+ * marks operator and user answers no-store, and counts and times each request by route pattern and status.
  */
 import {
   FileSystem,
@@ -16,7 +18,7 @@ import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { RateLimiter } from "../services/operations/RateLimiter.js"
 import { ControlPlaneApi } from "./Api.js"
 import * as ErrorResponse from "./ErrorResponse.js"
-import { makeMatcher } from "./RouteLabels.js"
+import * as RouteTable from "./RouteTable.js"
 
 /** The encodings our routes read; anything else (forms, multipart) is refused before a parser touches it. */
 const BODY_TYPES = new Set(["application/json", "application/x-protobuf", "application/octet-stream"])
@@ -37,6 +39,9 @@ const refuseBody = (
 /** The unauthenticated routes that cost the control plane a signature check each: rate limited per client. */
 const LIMITED_ROUTES = new Set(["/register", "/enroll", "/enroll/status"])
 
+/** The metrics label of a request no route takes (answered 404 here, before the router). */
+const UNMATCHED = "unmatched"
+
 /** Probes and scrapes are not counted, so dashboards show traffic rather than monitoring. */
 const UNCOUNTED = new Set(["/healthz", "/readyz", "/metrics"])
 
@@ -52,7 +57,7 @@ export const layer = HttpApiBuilder.middleware(
       "HTTP request latency by route, in seconds.",
       LATENCY_BUCKETS,
     )
-    const routeOf = makeMatcher(ControlPlaneApi)
+    const routes = RouteTable.fromApi(ControlPlaneApi)
     const maxBody = (yield* ControlPlaneConfig).maxBodyBytes
     const limiter = yield* RateLimiter
     /** A 429 for a client over its enrollment budget. */
@@ -73,10 +78,11 @@ export const layer = HttpApiBuilder.middleware(
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
-        const path = pathname(request.url)
-        const route = routeOf(request.method, path)
+        const route = routes.resolve(request.method, request.url) ?? UNMATCHED
         const refused =
-          route === "unmatched" ? undefined : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
+          route === UNMATCHED
+            ? ErrorResponse.body(404, "not_found", "no such route")
+            : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
         let response =
           refused ??
           (yield* app.pipe(
@@ -85,7 +91,7 @@ export const layer = HttpApiBuilder.middleware(
           ))
         // Operator and user answers carry secrets (token values) or personal data: never cache them.
         if (
-          (path.startsWith("/admin/") || path.startsWith("/user/")) &&
+          (route.startsWith("/admin/") || route.startsWith("/user/")) &&
           response.headers["cache-control"] === undefined
         ) {
           response = HttpServerResponse.setHeader(response, "cache-control", "no-store")
@@ -99,8 +105,3 @@ export const layer = HttpApiBuilder.middleware(
       })
   }),
 )
-
-const pathname = (url: string): string => {
-  const q = url.indexOf("?")
-  return q === -1 ? url : url.slice(0, q)
-}

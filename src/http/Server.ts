@@ -1,7 +1,5 @@
 /** The control plane's HTTP server: the API with its handlers and middleware, on a node:http listener. */
-import { createServer } from "node:http"
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { Layer } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "./Api.js"
@@ -10,9 +8,11 @@ import { AdminNodesHttpLive } from "./admin/NodesHttp.js"
 import { AdminStatusHttpLive } from "./admin/StatusHttp.js"
 import { AdminAuthLive } from "./auth/AdminAuth.js"
 import { UserAuthLive } from "./auth/UserAuth.js"
+import * as CanonicalPath from "./CanonicalPath.js"
 import { CatalogHttpLive } from "./catalog/CatalogHttp.js"
 import { CredentialsHttpLive } from "./credentials/CredentialsHttp.js"
 import { EnrollmentHttpLive } from "./enrollment/EnrollmentHttp.js"
+import * as Listener from "./Listener.js"
 import * as Middleware from "./Middleware.js"
 import { PoliciesHttpLive } from "./policies/PoliciesHttp.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
@@ -35,11 +35,18 @@ export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
   Layer.provide([AdminAuthLive, UserAuthLive]),
 )
 
-/** Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. */
-export const layer = (address: ListenAddress) =>
-  HttpApiBuilder.serve().pipe(
-    Layer.provide(Middleware.layer),
-    Layer.provide(ApiLive),
-    HttpServer.withLogAddress,
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })),
+/**
+ * Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. The router
+ * matches paths exactly as the middleware's route table does (`CanonicalPath`).
+ */
+export const layer = (address: ListenAddress, options: Listener.ListenerOptions) =>
+  Listener.serve(
+    HttpApiBuilder.serve().pipe(
+      Layer.provide(Middleware.layer),
+      Layer.provide(ApiLive),
+      HttpServer.withLogAddress,
+      Layer.locally(HttpRouter.currentRouterConfig, CanonicalPath.routerConfig),
+    ),
+    { host: address.host, port: address.port },
+    options,
   )

@@ -77,7 +77,7 @@ export const services = (settings: ControlPlaneSettings) =>
  * recording one per request, query and service call costs more than a signature check.
  */
 export const layer = (settings: ControlPlaneSettings) =>
-  Server.layer(settings.bindAddress).pipe(
-    Layer.provideMerge(services(settings)),
-    Layer.provide(Layer.setTracerEnabled(false)),
-  )
+  Server.layer(settings.bindAddress, {
+    requestTimeout: settings.requestTimeout,
+    shutdownGrace: settings.shutdownGrace,
+  }).pipe(Layer.provideMerge(services(settings)), Layer.provide(Layer.setTracerEnabled(false)))

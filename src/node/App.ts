@@ -4,13 +4,15 @@ import * as HealthRoutes from "./health/HealthRoutes.js"
 import * as IdentityRoutes from "./identity/IdentityRoutes.js"
 import * as Middleware from "./Middleware.js"
 import * as McpRoutes from "./mcp/McpRoutes.js"
+import * as DiscoverRoutes from "./mesh/DiscoverRoutes.js"
 import * as ProxyRoutes from "./mesh/ProxyRoutes.js"
 
 export const routes = [
   ...HealthRoutes.routes,
   ...McpRoutes.routes,
-  ...ProxyRoutes.routes,
   ...IdentityRoutes.routes,
+  ...DiscoverRoutes.routes,
+  ...ProxyRoutes.routes,
   ...DebugRoutes.routes,
 ]
 

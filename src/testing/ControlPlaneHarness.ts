@@ -7,7 +7,7 @@
  */
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { Context, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "../http/Api.js"
 import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
@@ -52,6 +52,8 @@ export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarne
       // Tests drive many requests from one address; they opt in to rate limiting explicitly.
       enrollRateLimit: overrides.enrollRateLimit ?? { perSecond: 0, burst: 0 },
       adminToken: Option.some(adminToken),
+      // The caller's clock may be a TestClock that nobody advances once the test is over: cut requests at once.
+      shutdownGrace: overrides.shutdownGrace ?? Duration.zero,
     })
     // Quiet by default: a test reads answers, not the server's info lines; pass `logLevel` to see them.
     const context = yield* Layer.build(

@@ -58,11 +58,19 @@ describe("mesh-control-plane command line", () => {
       "--lease-duration",
       "--node-retention",
       "--mesh-reconnect-interval",
+      "--request-timeout",
       "--log-level",
     ]) {
       expect(result.stdout, flag).toContain(flag)
     }
     expect(result.stdout).toContain("Default: 2160h.")
     expect(result.stdout).toContain("Env: MESH_OIDC_ISSUER.")
+    expect(result.stdout).toContain("Env: MESH_REQUEST_TIMEOUT.")
+  })
+
+  it("refuses a request timeout of zero: a request must never be waited for forever", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--request-timeout", "0"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toEqual(["mesh-control-plane: --request-timeout: must be more than 0"])
   })
 })

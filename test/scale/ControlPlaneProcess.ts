@@ -53,6 +53,8 @@ export interface ControlPlaneProcess {
   readonly stop: Effect.Effect<ProcessExit & { readonly timedOut: boolean }>
   /** SIGKILL (`kill -9`), then waits for the exit. */
   readonly kill: Effect.Effect<ProcessExit>
+  /** Waits for the exit, sending nothing. */
+  readonly exited: Effect.Effect<ProcessExit>
 }
 
 /** The environment of the child: ours without any MESH_ setting, so nothing from the shell changes its flags. */
@@ -168,6 +170,7 @@ export const start = (options: Options): Effect.Effect<ControlPlaneProcess, Erro
       output: Effect.sync(() => output),
       stop,
       kill,
+      exited: Deferred.await(exited),
     } satisfies ControlPlaneProcess
   })
 

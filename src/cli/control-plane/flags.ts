@@ -124,5 +124,11 @@ export const server = {
     fallback: defaults.maxBodyBytes,
     description: "Largest request body accepted, in bytes; larger bodies are refused with 413.",
   }),
+  requestTimeout: Flag.duration("request-timeout", {
+    env: "MESH_REQUEST_TIMEOUT",
+    fallback: defaults.requestTimeout,
+    description:
+      "How long a client may take to send a whole request, headers and body; beyond it the answer is 408 and the connection is closed.",
+  }),
   logLevel: Flag.logLevel,
 }

@@ -1,7 +1,7 @@
 /** Runs the control plane server until interrupted (SIGINT/SIGTERM close the listener and the database cleanly). */
 import type { Command } from "@effect/cli"
-import { Effect, Layer, Option } from "effect"
-import type { ControlPlaneSettings } from "../../config/ControlPlaneConfig.js"
+import { Duration, Effect, Layer, Option } from "effect"
+import { type ControlPlaneSettings, SHUTDOWN_GRACE } from "../../config/ControlPlaneConfig.js"
 import * as ControlPlaneLive from "../../layers/ControlPlaneLive.js"
 import * as Logging from "../../layers/Logging.js"
 import * as Flag from "../flags.js"
@@ -19,6 +19,9 @@ export const settingsFromFlags = (flags: ServerFlags) =>
     const allowedAudiences = Flag.list(flags.allowedAudiences)
     if (allowedAudiences.length === 0) {
       return yield* new UsageError({ message: "--allowed-audiences: no audience given" })
+    }
+    if (Duration.toMillis(flags.requestTimeout) <= 0) {
+      return yield* new UsageError({ message: "--request-timeout: must be more than 0" })
     }
     const logFormat = yield* Logging.formatFromConfig
     const settings: ControlPlaneSettings = {
@@ -41,6 +44,8 @@ export const settingsFromFlags = (flags: ServerFlags) =>
       logFormat,
       enrollRateLimit: { perSecond: flags.enrollRateLimit, burst: Math.max(1, flags.enrollBurst) },
       maxBodyBytes: flags.maxBodyBytes,
+      requestTimeout: flags.requestTimeout,
+      shutdownGrace: SHUTDOWN_GRACE,
     }
     return settings
   })

@@ -85,6 +85,11 @@ export const make = (
         if (answer.status !== EnrollmentStatus.APPROVED) {
           return yield* new MembershipError({ reason: "enrollment was rejected by an operator" })
         }
+        // The approval's credential is handed out once; if that answer was lost, an approved peer enrolls again.
+        if (answer.biscuitToken.length === 0) answer = yield* client.enroll(signer, request)
+        if (answer.status !== EnrollmentStatus.APPROVED || answer.biscuitToken.length === 0) {
+          return yield* new MembershipError({ reason: "enrollment was approved but no credential was issued" })
+        }
         yield* trustFirstKey(answer.controlPlanePublicKey)
         return yield* keep(answer.biscuitToken, expiryOf(answer.expireTime, 0))
       }

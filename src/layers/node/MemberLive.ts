@@ -1,7 +1,8 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
- * node mode, links to the routers, the policy view, signed events, the catalog report and both sides of the proxy.
- * Built by the lifecycle when the node has an identity or a way to get one.
+ * node mode, links to the routers, the policy view, signed events, the MCP gateway, and its services: probes and
+ * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), discovery and both
+ * sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -9,6 +10,11 @@ import type { NodeSettings } from "../../config/NodeConfig.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
+import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
+import * as Announcer from "../local/Announcer.js"
+import * as CatalogServer from "../local/CatalogServer.js"
+import * as LocalServicesLive from "../local/LocalServicesLive.js"
+import * as ProviderRecords from "../local/ProviderRecords.js"
 import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
@@ -48,17 +54,21 @@ const host = (settings: NodeSettings) =>
     }),
   )
 
+/** The services this node publishes, how peers learn of them, and how this node learns of theirs. */
+const services = Layer.mergeAll(
+  CatalogServer.layer,
+  ProviderRecords.layer,
+  Announcer.layer,
+  CatalogReport.layer,
+  DiscoveryLive.layer,
+  PeerIngressLive.layer,
+).pipe(Layer.provideMerge(LocalServicesLive.layer))
+
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
-  Layer.mergeAll(
-    RouterLinksLive.layer,
-    CatalogReport.layer,
-    MeshEventsReceiver.layer("mesh_node_"),
-    McpGatewayLive.layer,
-    PeerProxyLive.layer,
-  ).pipe(
-    // The proxy's serving side decides with the policy view.
-    Layer.provideMerge(PeerIngressLive.layer),
+  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, PeerProxyLive.layer, services).pipe(
+    // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
+    Layer.provideMerge(RouterLinksLive.layer),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),

@@ -48,7 +48,17 @@ export const layer = Layer.scoped(
       const enrolled = Option.isSome(yield* store.loadCredential)
       const canEnroll = Option.isSome(settings.bootstrapToken) || Option.isSome(settings.jwtPath)
       return enrolled || canEnroll ? url : Option.none()
-    })
+    }).pipe(
+      // A corrupt file in the data folder needs the operator: say so in the phase, and look again until fixed.
+      Effect.tapError((error) =>
+        SubscriptionRef.set(phase, {
+          _tag: "Starting",
+          step: "reading the data folder",
+          lastError: Option.some(error.message),
+        }),
+      ),
+      Effect.retry(Schedule.spaced(IDENTITY_POLL)),
+    )
 
     /** One attempt to build the member layer in a scope of its own, closed again if the attempt fails. */
     const buildMember = (url: string) =>

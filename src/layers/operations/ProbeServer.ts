@@ -2,42 +2,44 @@
  * The small HTTP listener routers and nodes serve on their metrics address: `/healthz` (the process is up),
  * `/readyz` (it can do its job) and `/metrics` (Prometheus text). No authentication: it reveals no secrets.
  */
-import { createServer } from "node:http"
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import type { ListenAddress } from "../../config/ControlPlaneConfig.js"
+import * as CanonicalPath from "../../http/CanonicalPath.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
+import * as Listener from "../../http/Listener.js"
+import * as RouteTable from "../../http/RouteTable.js"
 import { Metrics } from "../../services/operations/Metrics.js"
-
-export const app = (ready: Effect.Effect<boolean>) =>
-  Effect.map(Metrics, (metrics) =>
-    HttpRouter.empty.pipe(
-      HttpRouter.get("/healthz", HttpServerResponse.json({ status: "ok" })),
-      HttpRouter.get(
-        "/readyz",
-        Effect.flatMap(ready, (ok) =>
-          ok
-            ? HttpServerResponse.json({ status: "ready" })
-            : HttpServerResponse.json({ error: "unavailable", message: "not ready" }, { status: 503 }),
-        ),
-      ),
-      HttpRouter.get(
-        "/metrics",
-        Effect.sync(() =>
-          HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
-        ),
-      ),
-      HttpRouter.catchAll(() =>
-        HttpServerResponse.json({ error: "not_found", message: "no such route" }, { status: 404 }),
-      ),
-    ),
-  )
 
 export const layer = (address: ListenAddress, ready: Effect.Effect<boolean>) =>
   Layer.unwrapEffect(
-    Effect.map(app(ready), (probes) =>
-      HttpServer.serve(probes).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { host: address.host, port: address.port })),
-      ),
-    ),
+    Effect.gen(function* () {
+      const metrics = yield* Metrics
+      const router = HttpRouter.empty.pipe(
+        HttpRouter.get("/healthz", HttpServerResponse.json({ status: "ok" })),
+        HttpRouter.get(
+          "/readyz",
+          Effect.flatMap(ready, (ok) =>
+            ok
+              ? HttpServerResponse.json({ status: "ready" })
+              : Effect.succeed(ErrorResponse.body(503, "unavailable", "not ready")),
+          ),
+        ),
+        HttpRouter.get(
+          "/metrics",
+          Effect.sync(() =>
+            HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
+          ),
+        ),
+      )
+      const app = yield* HttpRouter.toHttpApp(router).pipe(HttpRouter.withRouterConfig(CanonicalPath.routerConfig))
+      return Listener.serve(
+        HttpServer.serve(
+          RouteTable.gate(RouteTable.fromRouter(router))(app).pipe(
+            Effect.catchAll(() => Effect.succeed(ErrorResponse.body(404, "not_found", "no such route"))),
+          ),
+        ),
+        { host: address.host, port: address.port },
+      )
+    }),
   )

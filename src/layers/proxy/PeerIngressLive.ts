@@ -4,13 +4,15 @@
  * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Effect, Either, Layer, Ref, Runtime } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { type ApiError, BadRequest, Forbidden, NotFound, NotImplemented } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Policy from "../../domain/Policy.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
+import { LocalServices } from "../../services/local/LocalServices.js"
+import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { PolicyView } from "../../services/node/PolicyView.js"
@@ -62,7 +64,20 @@ export const layer = Layer.scoped(
     )
     const inFlight = yield* Ref.make(0)
     const backend = yield* Backend.make
+    const local = yield* LocalServices
     const run = Runtime.runFork(yield* Effect.runtime<never>())
+
+    // An unqualified identity member of the policy names the control plane's first issuer, which /info tells. Until
+    // it is known such members match nobody: a target or binding can only be missed, never granted by mistake.
+    const issuers = yield* Ref.make<Policy.Issuers>([])
+    const client = yield* ControlPlaneClient
+    yield* client.info.pipe(
+      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
+      Effect.retry(
+        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
+      ),
+      Effect.forkScoped,
+    )
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
@@ -97,18 +112,20 @@ export const layer = Layer.scoped(
         if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
         const type = Forwarding.checkService(target.type, target.name)
         if (Either.isLeft(type)) return yield* new BadRequest({ message: type.left })
+        const known = yield* Ref.get(issuers)
         const snapshot = yield* policy.current
         const doc = snapshot._tag === "Some" ? snapshot.value.document : undefined
         const peer = caller.value
         const roles =
           doc === undefined
             ? new Set([peer.role])
-            : Policy.callerRoles(doc, peer.role, Policy.subjectOf(peer.peerId, peer.identity))
+            : Policy.callerRoles(doc, peer.role, Policy.subjectOf(peer.peerId, peer.identity), known)
         const decision = Policy.authorizeService(
           doc,
           roles,
           { type: type.right, name: target.name, path: target.path },
           yield* self,
+          known,
         )
         if (decision._tag === "Denied") {
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
@@ -138,7 +155,13 @@ export const layer = Layer.scoped(
       Effect.gen(function* () {
         const decided = yield* Effect.either(decide(req))
         if (Either.isLeft(decided)) Backend.writeError(res, decided.left)
-        else yield* backend.forward(req, res, decided.right)
+        // Counted per service while it runs: the load announced with the node's services.
+        else {
+          const { service } = decided.right
+          yield* Effect.scoped(
+            Effect.zipRight(local.track(service.type, service.name), backend.forward(req, res, decided.right)),
+          )
+        }
         const type = parseTarget(req.url ?? "/").type
         served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })
       }).pipe(

@@ -4,6 +4,8 @@
  * mesh run inside the member's context through `inMember`; before that they answer 503.
  */
 import { Context, type Effect, type Option } from "effect"
+import type { Discovery } from "../discovery/Discovery.js"
+import type { LocalServices } from "../local/LocalServices.js"
 import type { McpGateway } from "../mcp/McpGateway.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
@@ -13,7 +15,16 @@ import type { PolicyView } from "./PolicyView.js"
 import type { RouterLinks } from "./RouterLinks.js"
 
 /** The services that exist once the node is a member; routes that need the mesh require these. */
-export type MemberServices = Membership | MeshHost | RouterLinks | PolicyView | McpGateway | PeerProxy | PeerIngress
+export type MemberServices =
+  | Membership
+  | MeshHost
+  | RouterLinks
+  | PolicyView
+  | McpGateway
+  | LocalServices
+  | Discovery
+  | PeerProxy
+  | PeerIngress
 
 export type Phase =
   /** No identity and no way to enroll: only the login instructions are served. */

@@ -1,0 +1,107 @@
+/**
+ * The node:http listener under every HTTP server we run (control plane, probe listeners, the node's local API):
+ *
+ * - a request must arrive whole within `requestTimeout`; one that does not (a body that never comes, headers sent a
+ *   byte at a time) is answered 408 and its connection closed, whatever the handler was waiting for;
+ * - requests the HTTP parser refuses get the one error body instead of node's bare status line;
+ * - stopping drains: the listener stops accepting, idle connections close, requests in flight get `shutdownGrace` to
+ *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do.
+ */
+import { createServer, type Server, STATUS_CODES } from "node:http"
+import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
+import type { ListenOptions } from "node:net"
+import type { Duplex } from "node:stream"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
+
+export interface ListenerOptions {
+  /** How long a client may take to send a whole request, headers and body. */
+  readonly requestTimeout: Duration.Duration
+  /** How long requests in flight may run on once stopping starts; zero cuts them at once. */
+  readonly shutdownGrace: Duration.Duration
+}
+
+export const defaults: ListenerOptions = {
+  requestTimeout: Duration.seconds(30),
+  shutdownGrace: Duration.seconds(5),
+}
+
+/** What we answer for each parser refusal; the rest are 400. */
+const CLIENT_ERRORS: Record<string, readonly [number, string, string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, "request_timeout", "request not received in time"],
+  HPE_HEADER_OVERFLOW: [431, "headers_too_large", "request headers too large"],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, "payload_too_large", "request body too large"],
+}
+
+/** Answers a request node:http gave up on, if nothing was written yet, and closes the connection. */
+const onClientError = (error: Error & { readonly code?: string }, socket: Duplex): void => {
+  const written = (socket as Duplex & { readonly bytesWritten?: number }).bytesWritten ?? 0
+  if (socket.writable && written === 0 && error.code !== "ECONNRESET") {
+    const [status, code, message] = CLIENT_ERRORS[error.code ?? ""] ?? [400, "bad_request", "malformed request"]
+    const body = JSON.stringify({ error: code, message })
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n` +
+        `connection: close\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy()
+}
+
+/** A node:http server (or https, given TLS options) with the timeouts and parser answers above. */
+export const makeServer = (options: ListenerOptions, tls?: TlsOptions): Server => {
+  const requestTimeout = Math.max(1, Duration.toMillis(options.requestTimeout))
+  const timeouts = {
+    requestTimeout,
+    // node:http refuses a headers timeout longer than the request timeout.
+    headersTimeout: Math.min(60_000, requestTimeout),
+    // How often node looks for expired requests: the timeout holds to within this.
+    connectionsCheckingInterval: Math.min(1_000, requestTimeout),
+  }
+  // An https server is a node:http server underneath (same events, same request handling).
+  const server =
+    tls === undefined ? createServer(timeouts) : (createTlsServer({ ...timeouts, ...tls }) as unknown as Server)
+  server.on("clientError", onClientError)
+  return server
+}
+
+/** Stops accepting, lets requests in flight finish within the grace, then cuts what is left. */
+export const drain = (server: Server, grace: Duration.Duration) =>
+  Effect.gen(function* () {
+    const closed = yield* Deferred.make<void>()
+    server.close(() => Deferred.unsafeDone(closed, Exit.void))
+    if (Duration.toMillis(grace) > 0) {
+      // Connections whose request just finished become idle and would otherwise wait out their keep-alive.
+      const closeIdle = Effect.sync(() => server.closeIdleConnections()).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(100))),
+      )
+      // Finalizers run uninterruptibly in a fiber already interrupted: the timed wait runs in a fiber of its own, where
+      // the race and the timeout can stop whichever side lost.
+      yield* Effect.raceFirst(Deferred.await(closed), closeIdle).pipe(
+        Effect.timeout(grace),
+        Effect.ignore,
+        Effect.interruptible,
+        Effect.fork,
+        Effect.flatMap(Fiber.join),
+      )
+    }
+    server.closeAllConnections()
+  })
+
+/**
+ * Serves `app` (a layer that installs handlers on the HttpServer, such as `HttpApiBuilder.serve()`) on `listen`.
+ * The drain runs before `app` removes its handlers, so requests in flight can still be answered.
+ */
+export const serve = <E, R>(
+  app: Layer.Layer<never, E, R>,
+  listen: ListenOptions,
+  options: ListenerOptions = defaults,
+) =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const server = makeServer(options)
+      return Layer.scopedDiscard(Effect.addFinalizer(() => drain(server, options.shutdownGrace))).pipe(
+        Layer.provideMerge(app),
+        Layer.provideMerge(NodeHttpServer.layer(() => server, listen)),
+      )
+    }),
+  )
