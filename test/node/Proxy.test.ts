@@ -488,6 +488,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(errorOf(hidden).message).toContain("allowed_services")
       const ok = yield* ask("/inference/stream/echo")
       expect(ok.status).toBe(200)
+      // One request per stream: the serving peer ends the stream with its answer.
+      expect(ok.headers.connection).toBe("close")
       expect((JSON.parse(ok.body) as Echoed).headers["x-mesh-peer-id"]).toBe(peer.peer.peerId)
     }),
   )

@@ -153,6 +153,8 @@ export const layer = Layer.scoped(
 
     const serve = (req: IncomingMessage, res: ServerResponse) =>
       Effect.gen(function* () {
+        // One request per stream: the stream ends with its answer, and no idle stream waits for another request.
+        res.setHeader("connection", "close")
         const decided = yield* Effect.either(decide(req))
         if (Either.isLeft(decided)) Backend.writeError(res, decided.left)
         // Counted per service while it runs: the load announced with the node's services.
