@@ -139,8 +139,10 @@ export const layer = Layer.scoped(
     // each pass starts by re-reading the keys and the shared due time: it never sleeps an interval on stale keys.
     const loop = Effect.gen(function* () {
       yield* reload
-      const now = yield* Clock.currentTimeMillis
       const due = yield* nextRotation
+      // The clock is read after the database, right before sleeping: a clock that moved during the query (a
+      // TestClock adjusted meanwhile) would otherwise make the sleep end a whole interval late.
+      const now = yield* Clock.currentTimeMillis
       if (Option.isSome(due) && due.value > now) yield* Effect.sleep(Duration.millis(due.value - now))
       yield* rotateIfDue
     }).pipe(
