@@ -68,6 +68,7 @@ const banner = (cp: string, issuer: string, dir: string, routers: ReadonlyArray<
 mesh-one: a development mesh on this machine
 
   control plane  ${cp}   (sqlite: ${join(dir, "control-plane.db")})
+  console        ${cp}/console   (sign in with the admin token, or as any user through the issuer)
   router         ${routers.join(" ")}
   OIDC issuer    ${issuer}   DEVELOPMENT ONLY: it signs an ID token for anyone who asks
   admin token    ${join(dir, "admin-token")}   (mode 0600)
