@@ -4,7 +4,7 @@
  * cookie or the address bar, and reloading the page signs out.
  */
 import "./styles.css"
-import { type ApiError, type Client, makeClient } from "./api.js"
+import { ApiError, type Client, makeClient } from "./api.js"
 import type { PageContext, PageDefinition, PageId, Session } from "./context.js"
 import { fill, h } from "./dom.js"
 import * as Oidc from "./oidc.js"
@@ -56,8 +56,12 @@ const withAdminToken = async (token: string) => {
   try {
     await candidate.call("adminStatus", "status", {})
   } catch (error) {
+    const refused = error instanceof ApiError && error.status === 401
+    // Without a configured token the server says the admin API is off: that, not "wrong token", is the news.
     throw new Error(
-      (error as ApiError).status === 401 ? "This admin token is not accepted by the control plane." : messageOf(error),
+      refused && !/disabled/.test(error.message)
+        ? "This admin token is not accepted by the control plane."
+        : messageOf(error),
     )
   }
   bearer = token

@@ -87,8 +87,9 @@ const operator = async (cp: Harness.ControlPlaneHarness, context: BrowserContext
   await tokenField.fill("not-the-admin-token")
   await page.getByRole("button", { name: "Sign in", exact: true }).click()
   await page.getByText("This admin token is not accepted by the control plane.").waitFor()
+  // By keyboard: Enter in the field signs in.
   await tokenField.fill(cp.adminToken)
-  await page.getByRole("button", { name: "Sign in", exact: true }).click()
+  await tokenField.press("Enter")
   await page.getByRole("heading", { name: "Overview" }).waitFor()
   // Evaluated in the page, where storage and cookies live.
   const stored = await page.evaluate<string>(
@@ -242,6 +243,12 @@ const operator = async (cp: Harness.ControlPlaneHarness, context: BrowserContext
   await page.getByText("2 nodes", { exact: true }).waitFor()
   await shot("06-nodes")
 
+  // Escape backs out of the confirmation: nothing is banned.
+  await nodeRow.getByRole("button", { name: `Ban ${peer.peerId}` }).click()
+  await page.getByRole("dialog").waitFor()
+  await page.keyboard.press("Escape")
+  await page.getByRole("dialog").waitFor({ state: "detached" })
+  expect((await run(MeshClient.info(cp.url))).bannedPeerIds).toEqual([])
   await nodeRow.getByRole("button", { name: `Ban ${peer.peerId}` }).click()
   await page.getByRole("dialog").getByRole("button", { name: "Ban node" }).click()
   await nodeRow.locator(".badge", { hasText: "banned" }).waitFor()
