@@ -155,6 +155,7 @@ const operator = async (cp: Harness.ControlPlaneHarness, context: BrowserContext
   expect(token).toMatch(/^mesh-bt-[0-9a-f]{32}$/)
   await page.getByRole("button", { name: "Copy" }).waitFor()
   await page.locator("tr", { hasText: "build agents" }).getByText("0 / 2").waitFor()
+  await page.getByRole("button", { name: "Mint token" }).waitFor()
   await shot("03-tokens-minted")
   await page.getByRole("button", { name: "Done: hide it" }).click()
   await secret.waitFor({ state: "detached" })
@@ -362,6 +363,7 @@ const user = async (
   const secret = page.locator("[data-secret]")
   await secret.waitFor()
   const token = (await secret.textContent()) ?? ""
+  await page.getByRole("button", { name: "Mint token" }).waitFor()
   await shot("11-user-token")
   const laptop = PeerKey.generate()
   const queued = await run(Effect.flatMap(MeshClient.enroll(cp.url, laptop, token), MeshClient.decodeEnroll))
