@@ -8,6 +8,7 @@ import * as PeerKey from "../src/domain/PeerKey.js"
 import { BootstrapEnrollRequestSchema } from "../src/gen/mesh_pb.js"
 import * as Ceilings from "./lib/ceilings.js"
 import { type Driver, launch, pgAvailable } from "./lib/controlPlane.js"
+import { goals } from "./lib/goals.js"
 import * as Load from "./lib/load.js"
 import type { Entry } from "./lib/report.js"
 import * as Seed from "./lib/seed.js"
@@ -67,7 +68,7 @@ const measure = async (driver: Driver, ceiling: number, goal: number): Promise<E
 
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
   const ceiling = Ceilings.enroll()
-  const out = [await measure("sqlite", ceiling, 0.7)]
-  if (await pgAvailable()) out.push(await measure("postgres", ceiling, 0.5))
+  const out = [await measure("sqlite", ceiling, goals.enroll.sqlite)]
+  if (await pgAvailable()) out.push(await measure("postgres", ceiling, goals.enroll.postgres))
   return out
 }

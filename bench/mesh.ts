@@ -25,6 +25,7 @@ import { NODE_ROLE, ROUTER_ROLE } from "../src/domain/Policy.js"
 import * as MeshHostLive from "../src/layers/mesh/MeshHostLive.js"
 import { DHT_PROTOCOL } from "../src/p2p/Libp2pHost.js"
 import type { MeshHostService } from "../src/services/mesh/MeshHost.js"
+import { goals } from "./lib/goals.js"
 import type { Entry } from "./lib/report.js"
 
 const ECHO = "/mesh/bench/echo/1.0.0"
@@ -35,7 +36,6 @@ const ROUND_TRIPS = 3000
 /** libp2p accepts 5 inbound connections per second per host by default; setups are spaced to stay under it. */
 const SETUPS = 12
 const SETUP_GAP_MS = 260
-const GOAL = 1.1
 
 /**
  * The dialer's connection to the echoing peer. Streams are opened on it directly: libp2p's `dialProtocol` would open
@@ -271,8 +271,8 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         baselineName: "bare libp2p",
         baseline,
         ratio,
-        goal: `<= ${GOAL.toFixed(2)}`,
-        met: ratio <= GOAL,
+        goal: `<= ${goals.mesh.overBare.toFixed(2)}`,
+        met: ratio <= goals.mesh.overBare,
         notes: `median of ${samples.mesh.length} round trips (ratio = mesh / bare; lower is better); p99 ${p99(samples.mesh).toFixed(2)} ms vs bare ${p99(samples.bare).toFixed(2)} ms; ${notes}`,
       }
     }

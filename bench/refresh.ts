@@ -10,6 +10,7 @@ import * as Challenge from "../src/domain/Challenge.js"
 import { TokenRefreshRequestSchema, TokenRefreshResponseSchema } from "../src/gen/mesh_pb.js"
 import * as Ceilings from "./lib/ceilings.js"
 import { type Driver, launch, pgAvailable } from "./lib/controlPlane.js"
+import { goals } from "./lib/goals.js"
 import * as Load from "./lib/load.js"
 import type { Entry } from "./lib/report.js"
 import * as Seed from "./lib/seed.js"
@@ -94,8 +95,8 @@ const entries = async (driver: Driver, ceiling: number, goal: number): Promise<R
       baselineName: "p99 with 1k nodes",
       baseline: small.p99,
       ratio: large.p99 / small.p99,
-      goal: "<= 1.5x",
-      met: large.p99 / small.p99 <= 1.5,
+      goal: `<= ${goals.refresh.p99GrowthAt100k}x`,
+      met: large.p99 / small.p99 <= goals.refresh.p99GrowthAt100k,
       notes: `${large.rps.toFixed(0)} req/s, p50 ${large.p50.toFixed(2)} ms, RSS ${mb(large.rss)} (1k: ${mb(small.rss)})`,
     },
   ]
@@ -103,8 +104,8 @@ const entries = async (driver: Driver, ceiling: number, goal: number): Promise<R
 
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
   const ceiling = Ceilings.refresh()
-  const out = [...(await entries("sqlite", ceiling, 0.7))]
-  if (await pgAvailable()) out.push(...(await entries("postgres", ceiling, 0.5)))
+  const out = [...(await entries("sqlite", ceiling, goals.refresh.sqlite))]
+  if (await pgAvailable()) out.push(...(await entries("postgres", ceiling, goals.refresh.postgres)))
   else process.stdout.write("postgres not reachable: skipping the postgres refresh entries\n")
   return out
 }

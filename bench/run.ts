@@ -2,7 +2,6 @@
  * `npm run bench`: runs every benchmark, prints the table and writes bench/results/latest.{md,json}.
  * `npm run bench -- <name>` runs the benchmarks whose module name contains <name>.
  */
-import "../src/platform/polyfill.js"
 import "../src/platform/biscuit-wasm.js"
 import { join } from "node:path"
 import type { Entry } from "./lib/report.js"
@@ -14,6 +13,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["enroll", () => import("./enroll.js")],
   ["info-keys", () => import("./info-keys.js")],
   ["mesh", () => import("./mesh.js")],
+  ["proxy", () => import("./proxy.js")],
 ]
 
 const filter = process.argv[2]

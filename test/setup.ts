@@ -1,3 +1,2 @@
-// Loaded before every test file, as every entry point loads them before anything else.
-import "../src/platform/polyfill.js"
+// Loaded before every test file, as every entry point loads it before anything else.
 import "../src/platform/biscuit-wasm.js"

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import "../platform/polyfill.js"
+import "../platform/runtime.js"
 import "../platform/biscuit-wasm.js"
 import { meshNode } from "../cli/mesh-node.js"
 import { runCommand } from "../cli/run.js"

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import "../platform/polyfill.js"
+import "../platform/runtime.js"
 import "../platform/biscuit-wasm.js"
 import { meshRouter } from "../cli/mesh-router.js"
 import { runCommand } from "../cli/run.js"

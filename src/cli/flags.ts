@@ -31,6 +31,14 @@ export const optionalText = (name: string, options: { env: string; description: 
     Options.withDescription(describe(options.description, options.env)),
   )
 
+/** A text flag with an environment fallback and no default, where an empty value is a value (e.g. "disable"). */
+export const optionalAllowEmpty = (name: string, options: { env: string; description: string }) =>
+  Options.text(name).pipe(
+    Options.withFallbackConfig(Config.string(options.env)),
+    Options.optional,
+    Options.withDescription(describe(options.description, options.env)),
+  )
+
 export const boolean = (name: string, options: { env: string; description: string }) =>
   Options.boolean(name).pipe(
     Options.withFallbackConfig(Config.boolean(options.env)),
@@ -71,6 +79,24 @@ export const choice = <const A extends string>(
         : Effect.fail(invalid(`--${name}: "${value}" is not one of ${choices.join(", ")}`)),
     ),
   )
+
+/** A repeatable flag; its environment fallback (comma-separated) is read by the command, as @effect/cli has none. */
+export const repeatable = (name: string, env: string, description: string) =>
+  Options.text(name).pipe(
+    Options.repeated,
+    Options.withDescription(`${description} Repeatable. Env: ${env} (comma-separated).`),
+  )
+
+/** The values of a repeatable flag, else of its environment variable, else the default. */
+export const repeatedOr = (given: ReadonlyArray<string>, env: string, fallback: ReadonlyArray<string>) =>
+  given.length > 0
+    ? Effect.succeed(given)
+    : Config.string(env).pipe(
+        Config.map(list),
+        Config.withDefault([] as ReadonlyArray<string>),
+        Effect.map((values) => (values.length > 0 ? values : fallback)),
+        Effect.orElseSucceed(() => fallback),
+      )
 
 /** Comma-separated values, empties dropped. */
 export const list = (value: string): ReadonlyArray<string> =>

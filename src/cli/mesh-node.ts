@@ -1,79 +1,9 @@
-/**
- * `mesh-node`: the node. `join` enrolls this machine (bootstrap token or OIDC ID token), stores its key and
- * credential in the data folder and reports what it got; serving agents arrives with the node's local API.
- */
-import { readFile } from "node:fs/promises"
+/** `mesh-node`: the node. `join` enrolls this machine; `run` joins the mesh and serves the agents on it. */
 import { Command } from "@effect/cli"
-import { Console, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
-import * as Labels from "../domain/Labels.js"
-import { NODE_ROLE } from "../domain/Policy.js"
-import * as Logging from "../layers/Logging.js"
-import * as ControlPlaneClientLive from "../layers/member/ControlPlaneClientLive.js"
-import * as MembershipLive from "../layers/member/MembershipLive.js"
-import { Membership } from "../services/member/Membership.js"
-import * as Flag from "./flags.js"
-import { UsageError } from "./run.js"
-
-const joinFlags = {
-  controlPlane: Flag.optionalText("control-plane", {
-    env: "MESH_CONTROL_PLANE",
-    description: "URL of the control plane. Required.",
-  }),
-  dataDir: Flag.text("data-dir", {
-    env: "MESH_DATA_DIR",
-    fallback: ".mesh-node",
-    description: "Folder for the node's key and credential (files 0600).",
-  }),
-  bootstrapTokenPath: Flag.optionalText("bootstrap-token-path", {
-    env: "MESH_BOOTSTRAP_TOKEN_PATH",
-    description: "File holding a bootstrap token.",
-  }),
-  jwtPath: Flag.optionalText("jwt-path", { env: "MESH_JWT_PATH", description: "File holding an OIDC ID token." }),
-  role: Flag.text("role", { env: "MESH_ROLE", fallback: NODE_ROLE, description: "Role to request." }),
-  labels: Flag.text("labels", {
-    env: "MESH_LABELS",
-    fallback: "",
-    description: "Labels to attest, as k=v[,k=v]; the policy must allow them.",
-  }),
-  logLevel: Flag.logLevel,
-}
-
-const join = Command.make("join", joinFlags, (f) =>
-  Effect.gen(function* () {
-    const url = yield* Option.match(f.controlPlane, {
-      onNone: () => Effect.fail(new UsageError({ message: "--control-plane is required (or MESH_CONTROL_PLANE)" })),
-      onSome: Effect.succeed,
-    })
-    const labels = yield* Either.match(Labels.parseList(f.labels), {
-      onLeft: (reason) => Effect.fail(new UsageError({ message: `--labels: ${reason}` })),
-      onRight: Effect.succeed,
-    })
-    const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
-      ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
-      : Option.none()
-    const membership = MembershipLive.layer({
-      role: f.role,
-      labels,
-      bootstrapToken,
-      idToken: Option.map(f.jwtPath, (path) =>
-        Effect.tryPromise(() => readFile(path, "utf8")).pipe(Effect.map((text) => Redacted.make(text.trim()))),
-      ),
-      dataDir: Option.some(f.dataDir),
-      syncInterval: Duration.minutes(5),
-    }).pipe(Layer.provide(ControlPlaneClientLive.layer(url)))
-    yield* Effect.gen(function* () {
-      const member = yield* Membership
-      const expires = new Date(yield* member.credentialExpiresAt).toISOString()
-      yield* Console.log(`joined the mesh at ${url}`)
-      yield* Console.log(`  peer id      ${member.peerId}`)
-      yield* Console.log(`  role         ${f.role}`)
-      yield* Console.log(`  credential   valid until ${expires}`)
-      yield* Console.log(`  stored in    ${f.dataDir}`)
-    }).pipe(Effect.provide(membership))
-  }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
-).pipe(Command.withDescription("Enroll this machine in the mesh and store its identity."))
+import { join } from "./node/join.js"
+import { run } from "./node/run.js"
 
 export const meshNode = Command.make("mesh-node").pipe(
   Command.withDescription("A mesh node: joins the mesh and serves the agents on this machine."),
-  Command.withSubcommands([join]),
+  Command.withSubcommands([join, run]),
 )

@@ -1,26 +1,23 @@
 /** `mesh-router [flags]`: a router of the mesh: relay, DHT server and gossip hub for authenticated peers. */
-import { Command, Options } from "@effect/cli"
-import { Config, Effect, Either, Layer, Option } from "effect"
+import { Command } from "@effect/cli"
+import { Effect, Either, Layer, Option } from "effect"
 import * as RouterConfig from "../config/RouterConfig.js"
 import * as Logging from "../layers/Logging.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import * as Flag from "./flags.js"
 import { UsageError } from "./run.js"
 
-/** A repeatable flag that falls back to a comma-separated environment variable, then to a default. */
-const repeatable = (name: string, env: string, description: string) =>
-  Options.text(name).pipe(
-    Options.repeated,
-    Options.withDescription(`${description} Repeatable. Env: ${env} (comma-separated).`),
-  )
-
 const flags = {
   controlPlane: Flag.optionalText("control-plane", {
     env: "MESH_CONTROL_PLANE",
     description: "URL of the control plane, e.g. https://mesh.example.com. Required.",
   }),
-  listen: repeatable("listen", "MESH_LISTEN", `libp2p listen multiaddr. Default: ${RouterConfig.defaults.listen}.`),
-  externalAddr: repeatable(
+  listen: Flag.repeatable(
+    "listen",
+    "MESH_LISTEN",
+    `libp2p listen multiaddr. Default: ${RouterConfig.defaults.listen}.`,
+  ),
+  externalAddr: Flag.repeatable(
     "external-addr",
     "MESH_EXTERNAL_ADDR",
     "Address to announce instead of the listen addresses.",
@@ -59,17 +56,14 @@ const flags = {
   logLevel: Flag.logLevel,
 }
 
-const envList = (name: string) =>
-  Config.string(name).pipe(Config.map(Flag.list), Config.withDefault([] as ReadonlyArray<string>))
-
 export const meshRouter = Command.make("mesh-router", flags, (f) =>
   Effect.gen(function* () {
     const controlPlaneUrl = yield* Option.match(f.controlPlane, {
       onNone: () => Effect.fail(new UsageError({ message: "--control-plane is required (or MESH_CONTROL_PLANE)" })),
       onSome: Effect.succeed,
     })
-    const listen = f.listen.length > 0 ? f.listen : yield* envList("MESH_LISTEN")
-    const external = f.externalAddr.length > 0 ? f.externalAddr : yield* envList("MESH_EXTERNAL_ADDR")
+    const listen = yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [RouterConfig.defaults.listen])
+    const external = yield* Flag.repeatedOr(f.externalAddr, "MESH_EXTERNAL_ADDR", [])
     const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
       ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
       : Option.map(f.bootstrapToken, (t) => Flag.redact(t))
@@ -83,7 +77,7 @@ export const meshRouter = Command.make("mesh-router", flags, (f) =>
       : Option.none()
     const settings = RouterConfig.make({
       controlPlaneUrl,
-      listen: listen.length > 0 ? listen : [RouterConfig.defaults.listen],
+      listen,
       externalAddresses: external,
       dataDir: Option.some(f.dataDir),
       bootstrapToken,

@@ -93,6 +93,31 @@ export const mint = (facts: Facts, signer: Signer): Uint8Array => {
 const FACT_LINE = /^([a-z_]+)\((.*)\);$/
 const STRING_TERM = /^"([^"]*)"$/
 
+/**
+ * The terms of a fact, split on the `, ` between them but never inside a string literal: a value may hold `, ` (a
+ * role, a subject), never a quote (`isSafeTerm`), so a literal ends at the next quote.
+ */
+const splitTerms = (raw: string): Array<string> | undefined => {
+  const terms: Array<string> = []
+  let start = 0
+  while (start < raw.length) {
+    let end: number
+    if (raw[start] === '"') {
+      const close = raw.indexOf('"', start + 1)
+      if (close < 0) return undefined
+      end = close + 1
+    } else {
+      const comma = raw.indexOf(", ", start)
+      end = comma < 0 ? raw.length : comma
+    }
+    terms.push(raw.slice(start, end))
+    if (end === raw.length) break
+    if (!raw.startsWith(", ", end)) return undefined
+    start = end + 2
+  }
+  return terms
+}
+
 const parseFacts = (source: string): Facts | undefined => {
   let peerId: string | undefined
   let role: string | undefined
@@ -107,7 +132,8 @@ const parseFacts = (source: string): Facts | undefined => {
     const match = FACT_LINE.exec(line)
     if (match === null) return undefined
     const [, name, rawArgs] = match as unknown as [string, string, string]
-    const args = rawArgs.split(", ")
+    const args = splitTerms(rawArgs)
+    if (args === undefined) return undefined
     const str = (i: number) => STRING_TERM.exec(args[i] ?? "")?.[1]
     switch (name) {
       case "node":

@@ -22,16 +22,23 @@ export interface BootstrapToken {
 
 export type State = "active" | "revoked" | "expired" | "exhausted" | "disabled"
 
-/** Revoked wins over expired, which wins over exhausted; a banned owner disables an otherwise active token. */
-export const stateOf = (token: BootstrapToken, now: number, ownerBanned: boolean): State =>
+/**
+ * Revoked wins over expired, which wins over disabled (the minting user is banned: the spec's owner ban disables the
+ * token, even one that is used up, so that an approved peer cannot enroll again with it), then exhausted.
+ */
+export const stateOf = (
+  token: Pick<BootstrapToken, "revokedAt" | "expiresAt" | "usagesCount" | "maxUsages">,
+  now: number,
+  ownerBanned: boolean,
+): State =>
   token.revokedAt !== undefined
     ? "revoked"
     : now >= token.expiresAt
       ? "expired"
-      : token.usagesCount >= token.maxUsages
-        ? "exhausted"
-        : ownerBanned
-          ? "disabled"
+      : ownerBanned
+        ? "disabled"
+        : token.usagesCount >= token.maxUsages
+          ? "exhausted"
           : "active"
 
 export const PREFIX = "mesh-bt-"

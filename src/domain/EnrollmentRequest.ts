@@ -14,6 +14,8 @@ export interface EnrollmentRequest {
   readonly resolvedAt: number | undefined
   /** `operator`, `auto-approve`, or the user who resolved it. */
   readonly resolvedBy: string | undefined
+  /** When the approval's credential was handed to the enrollee; it is handed over once. */
+  readonly releasedAt: number | undefined
 }
 
 /** How often an enrollee in the queue should poll, in seconds. */

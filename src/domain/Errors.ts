@@ -33,6 +33,19 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
   HttpApiSchema.annotations({ status: 404 }),
 ) {}
 
+/** A node route that answers only over the Unix socket or a verified mTLS connection was called over plain TCP. */
+export class StrongTransportRequired extends Schema.TaggedError<StrongTransportRequired>()(
+  "StrongTransportRequired",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 403 }),
+) {}
+
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  { message: Schema.String, allow: Schema.Array(Schema.String) },
+  HttpApiSchema.annotations({ status: 405 }),
+) {}
+
 export class Conflict extends Schema.TaggedError<Conflict>()(
   "Conflict",
   { message: Schema.String },
@@ -64,6 +77,20 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 }),
 ) {}
 
+/** The request is valid but this release cannot serve it yet (a stdio MCP service through the proxy). */
+export class NotImplemented extends Schema.TaggedError<NotImplemented>()(
+  "NotImplemented",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 501 }),
+) {}
+
+/** The peer or backend a node forwards to could not be reached or did not answer properly. */
+export class BadGateway extends Schema.TaggedError<BadGateway>()(
+  "BadGateway",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 502 }),
+) {}
+
 /** A dependency the route needs (the database) cannot be reached right now; the client may retry. */
 export class Unavailable extends Schema.TaggedError<Unavailable>()(
   "Unavailable",
@@ -77,11 +104,15 @@ export const ApiErrors = [
   Unauthorized,
   Forbidden,
   NotFound,
+  StrongTransportRequired,
+  MethodNotAllowed,
   Conflict,
   Gone,
   PayloadTooLarge,
   UnsupportedMediaType,
   RateLimited,
+  NotImplemented,
+  BadGateway,
   Unavailable,
 ] as const
 
@@ -90,9 +121,13 @@ export type ApiError =
   | Unauthorized
   | Forbidden
   | NotFound
+  | StrongTransportRequired
+  | MethodNotAllowed
   | Conflict
   | Gone
   | PayloadTooLarge
   | UnsupportedMediaType
   | RateLimited
+  | NotImplemented
+  | BadGateway
   | Unavailable

@@ -53,3 +53,19 @@ export const parseList = (text: string): Either.Either<Record<string, string>, s
   }
   return Either.flatMap(validate(out), () => Either.right(out))
 }
+
+/** Whether the attested labels carry at least one of the pairs (`X-Mesh-Required-Labels`). */
+export const attestsAny = (
+  attested: Readonly<Record<string, string>>,
+  required: Readonly<Record<string, string>>,
+): boolean => Object.entries(required).some(([key, value]) => attested[key] === value)
+
+/** The pairs the attested labels lack, as `key=value`, sorted (the operator's floor needs every pair). */
+export const missing = (
+  attested: Readonly<Record<string, string>>,
+  required: Readonly<Record<string, string>>,
+): ReadonlyArray<string> =>
+  Object.entries(required)
+    .filter(([key, value]) => attested[key] !== value)
+    .map(([key, value]) => `${key}=${value}`)
+    .sort()

@@ -1,7 +1,9 @@
 /**
  * Signed mesh events on the gossip topic `/mesh/events/v1`: a MeshEvent message whose `signature` is an Ed25519
  * signature by a control-plane signing key over the deterministic encoding of the event with the signature unset.
- * Receivers accept an event only if a key they trust verifies it and its time is within five minutes of their clock.
+ * Receivers accept an event only if a key they trust verifies it and its time is within five minutes of their clock,
+ * and apply it only if its sequence is newer than the last they applied about the same subject: a captured event
+ * re-published later (an old "unbanned" after a newer "banned") changes nothing.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
 import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt"
@@ -14,11 +16,32 @@ export const TOPIC = "/mesh/events/v1"
 /** How far an event's time may be from the receiver's clock. */
 export const MAX_SKEW_MS = 5 * 60 * 1000
 
+/**
+ * `sequence` grows with every event about the same subject: the peer's ban version for bans and unbans, the new
+ * key's id for a key rotation, the policy version for a policy update.
+ */
 export type Event =
-  | { readonly type: "banned"; readonly peerId: string }
-  | { readonly type: "unbanned"; readonly peerId: string }
-  | { readonly type: "key_rotation"; readonly publicKey: Uint8Array }
-  | { readonly type: "policy_update" }
+  | { readonly type: "banned"; readonly peerId: string; readonly sequence: number }
+  | { readonly type: "unbanned"; readonly peerId: string; readonly sequence: number }
+  | { readonly type: "key_rotation"; readonly publicKey: Uint8Array; readonly sequence: number }
+  | { readonly type: "policy_update"; readonly sequence: number }
+
+/** What an event is about: events about one subject are ordered by their sequence. */
+export const subjectOf = (event: Event): string => {
+  switch (event.type) {
+    case "banned":
+    case "unbanned":
+      return `ban:${event.peerId}`
+    case "key_rotation":
+      return "keys"
+    case "policy_update":
+      return "policy"
+  }
+}
+
+/** Pure rule: whether `event` is newer than the last sequence applied about its subject. */
+export const isNewer = (latest: ReadonlyMap<string, number>, event: Event): boolean =>
+  event.sequence > (latest.get(subjectOf(event)) ?? 0)
 
 const toType = {
   banned: MeshEvent_Type.BANNED,
@@ -36,6 +59,7 @@ export const encode = (event: Event, signerSeed: Uint8Array, nowMs: number): Uin
     peerId: event.type === "banned" || event.type === "unbanned" ? event.peerId : "",
     eventTime: timestampFromMs(nowMs),
     newPublicKey: event.type === "key_rotation" ? event.publicKey : new Uint8Array(0),
+    sequence: BigInt(event.sequence),
   })
   return toBinary(
     MeshEventSchema,
@@ -63,21 +87,23 @@ export const decode = (
   if (message.eventTime === undefined) return Either.left("no event time")
   if (Math.abs(nowMs - timestampDate(message.eventTime).getTime()) > MAX_SKEW_MS)
     return Either.left("too far from our clock")
+  const sequence = Number(message.sequence)
+  if (sequence <= 0 || !Number.isSafeInteger(sequence)) return Either.left("no sequence")
   switch (message.type) {
     case MeshEvent_Type.BANNED:
       return message.peerId.length > 0
-        ? Either.right({ type: "banned", peerId: message.peerId })
+        ? Either.right({ type: "banned", peerId: message.peerId, sequence })
         : Either.left("no peer id")
     case MeshEvent_Type.UNBANNED:
       return message.peerId.length > 0
-        ? Either.right({ type: "unbanned", peerId: message.peerId })
+        ? Either.right({ type: "unbanned", peerId: message.peerId, sequence })
         : Either.left("no peer id")
     case MeshEvent_Type.KEY_ROTATION:
       return message.newPublicKey.length === Ed25519.PUBLIC_KEY_LENGTH
-        ? Either.right({ type: "key_rotation", publicKey: message.newPublicKey })
+        ? Either.right({ type: "key_rotation", publicKey: message.newPublicKey, sequence })
         : Either.left("bad key")
     case MeshEvent_Type.POLICY_UPDATE:
-      return Either.right({ type: "policy_update" })
+      return Either.right({ type: "policy_update", sequence })
     default:
       return Either.left("unknown type")
   }

@@ -39,6 +39,16 @@ export const canonicalPeerId = (text: string): Either.Either<string, string> => 
   }
 }
 
+/** The raw Ed25519 public key an Ed25519 peer id embeds: the key to check a proof of possession before any lookup. */
+export const publicKeyOf = (peerId: string): Either.Either<Uint8Array, string> => {
+  try {
+    const key = peerIdFromString(peerId).publicKey
+    return key?.type === "Ed25519" ? Either.right(key.raw) : Either.left("peer_id does not name an Ed25519 key")
+  } catch {
+    return Either.left("peer_id is not a valid peer id")
+  }
+}
+
 /** Checks that `claimed` names the key in `publicKeyProtobuf`; returns the key with the canonical peer id. */
 export const bind = (claimed: string, publicKeyProtobuf: Uint8Array): Either.Either<PeerKey, string> =>
   Either.flatMap(Either.all([canonicalPeerId(claimed), fromProtobuf(publicKeyProtobuf)]), ([peerId, key]) =>

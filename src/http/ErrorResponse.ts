@@ -10,7 +10,7 @@ import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/plat
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
-import { type ApiError, ApiErrors, RateLimited } from "../domain/Errors.js"
+import { type ApiError, ApiErrors, MethodNotAllowed, RateLimited } from "../domain/Errors.js"
 
 export interface ErrorBody {
   readonly error: string
@@ -27,12 +27,20 @@ export const body = (status: number, code: string, message: string, headers?: Re
 
 const isApiError = (u: unknown): u is ApiError => ApiErrors.some((cls) => u instanceof cls)
 
+/** The status and body of a domain error, for handlers that write the Node response themselves. */
+export const parts = (error: ApiError): { readonly status: number; readonly body: ErrorBody } => ({
+  status: HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All),
+  body: { error: snakeCase(error._tag), message: error.message },
+})
+
 export const fromApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
   const headers =
     error instanceof RateLimited
       ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
-      : undefined
+      : error instanceof MethodNotAllowed
+        ? { allow: error.allow.join(", ") }
+        : undefined
   return body(status, snakeCase(error._tag), error.message, headers)
 }
 

@@ -8,6 +8,7 @@
  *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do.
  */
 import { createServer, type Server, STATUS_CODES } from "node:http"
+import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
 import type { ListenOptions } from "node:net"
 import type { Duplex } from "node:stream"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -46,21 +47,25 @@ const onClientError = (error: Error & { readonly code?: string }, socket: Duplex
   socket.destroy()
 }
 
-const makeServer = (options: ListenerOptions): Server => {
+/** A node:http server (or https, given TLS options) with the timeouts and parser answers above. */
+export const makeServer = (options: ListenerOptions, tls?: TlsOptions): Server => {
   const requestTimeout = Math.max(1, Duration.toMillis(options.requestTimeout))
-  const server = createServer({
+  const timeouts = {
     requestTimeout,
     // node:http refuses a headers timeout longer than the request timeout.
     headersTimeout: Math.min(60_000, requestTimeout),
     // How often node looks for expired requests: the timeout holds to within this.
     connectionsCheckingInterval: Math.min(1_000, requestTimeout),
-  })
+  }
+  // An https server is a node:http server underneath (same events, same request handling).
+  const server =
+    tls === undefined ? createServer(timeouts) : (createTlsServer({ ...timeouts, ...tls }) as unknown as Server)
   server.on("clientError", onClientError)
   return server
 }
 
 /** Stops accepting, lets requests in flight finish within the grace, then cuts what is left. */
-const drain = (server: Server, grace: Duration.Duration) =>
+export const drain = (server: Server, grace: Duration.Duration) =>
   Effect.gen(function* () {
     const closed = yield* Deferred.make<void>()
     server.close(() => Deferred.unsafeDone(closed, Exit.void))

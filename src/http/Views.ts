@@ -59,6 +59,8 @@ export const EnrollmentRequestView = Schema.Struct({
   created_at: Schema.String,
   resolved_at: Schema.NullOr(Schema.String),
   resolved_by: Schema.NullOr(Schema.String),
+  /** When the enrollee collected the approval's credential; it is handed out once. */
+  released_at: Schema.NullOr(Schema.String),
 })
 
 export const enrollmentRequest = (r: EnrollmentRequest) => ({
@@ -71,6 +73,7 @@ export const enrollmentRequest = (r: EnrollmentRequest) => ({
   created_at: time(r.createdAt),
   resolved_at: optionalTime(r.resolvedAt),
   resolved_by: r.resolvedBy ?? null,
+  released_at: optionalTime(r.releasedAt),
 })
 
 export const NodeView = Schema.Struct({

@@ -142,6 +142,11 @@ export class Admissions {
     return loop.pipe(Effect.timeoutTo({ duration: bound, onSuccess: identity, onTimeout: () => false }))
   }
 
+  /** Completes at the next change of the table (a connection tracked, admitted, refused or closed). */
+  nextChange(): Effect.Effect<void> {
+    return Deferred.await(this.changed)
+  }
+
   private conclude(tracked: Tracked, outcome: Outcome): void {
     Deferred.unsafeDone(tracked.outcome, Exit.succeed(outcome))
   }

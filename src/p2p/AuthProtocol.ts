@@ -93,6 +93,7 @@ export const toPeer = (verified: Biscuit.Verified, credential: Uint8Array, nowMs
   peerId: verified.facts.peerId,
   role: verified.facts.role,
   labels: verified.facts.labels,
+  ...(verified.facts.identity === undefined ? {} : { identity: verified.facts.identity }),
   expiresAtMs: verified.facts.expiresAtMs,
   keyId: verified.keyId,
   credential,

@@ -1,14 +1,17 @@
 /**
- * Loads @biscuit-auth/biscuit-wasm without `--experimental-wasm-modules`.
+ * Loads @biscuit-auth/biscuit-wasm by instantiating its WebAssembly module ourselves.
  *
- * The package's entry imports its `.wasm` file as an ES module, which Node 20 refuses without a flag. We instantiate
- * the module ourselves and wire it into the package's JS glue, which is what the bundler target would have done.
- * This is the only place that loads biscuit; everything else imports the classes from here.
+ * The package's entry imports its `.wasm` file as an ES module. Node 22 and 24 accept that, but only as an experimental
+ * feature that prints a warning to stderr, and the entry then runs the wasm start function unguarded, which prints a
+ * banner to stdout that would corrupt our CLI output. We wire the module into the package's JS glue, as the bundler
+ * target would, compile it eagerly, and silence the banner. This is the only place that loads biscuit; everything else
+ * imports from here.
  */
 import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { setFlagsFromString } from "node:v8"
 import type * as BiscuitModule from "@biscuit-auth/biscuit-wasm"
 
 interface Glue {
@@ -27,7 +30,12 @@ const findModuleDir = (): string => {
 
 const moduleDir = findModuleDir()
 const glue = (await import(pathToFileURL(join(moduleDir, "biscuit_bg.js")).href)) as typeof BiscuitModule & Glue
+// Compiled whole, up front, as Node 20 did. Node 22 and 24 compile WebAssembly functions lazily, on first call: the
+// first authorization of a process then spends tens to hundreds of milliseconds compiling inside biscuit's run-time
+// limit (1 ms by default) and fails with RunLimit Timeout. The flag applies to this compilation only.
+setFlagsFromString("--no-wasm-lazy-compilation")
 const wasmModule = new WebAssembly.Module(readFileSync(join(moduleDir, "biscuit_bg.wasm")))
+setFlagsFromString("--wasm-lazy-compilation")
 const imports: Record<string, WebAssembly.ModuleImports> = {
   "./biscuit_bg.js": glue as unknown as WebAssembly.ModuleImports,
 }

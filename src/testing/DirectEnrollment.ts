@@ -29,7 +29,7 @@ export const enroll = (options: Options = {}): Effect.Effect<EnrolledNode, never
     const role = options.role ?? "mesh:role:node"
     const labels = options.labels ?? {}
     const minted = yield* credentials.mint({ peerId: peer.peerId, role, labels })
-    yield* nodes.save({
+    yield* nodes.create({
       peerId: peer.peerId,
       publicKey: peer.publicKey,
       role,

@@ -12,10 +12,21 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Starts mesh-one on ephemeral ports and resolves with the URLs its banner prints. */
 const startMeshOne = () =>
-  new Promise<{ controlPlane: string; issuer: string; stop: () => Promise<void> }>((resolve, reject) => {
+  new Promise<{ controlPlane: string; issuer: string; node: string; stop: () => Promise<void> }>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      nodeArgs("mesh-one", ["--data-dir", dir, "--port", "0", "--issuer-port", "0", "--router-port", "0"]),
+      nodeArgs("mesh-one", [
+        "--data-dir",
+        dir,
+        "--port",
+        "0",
+        "--issuer-port",
+        "0",
+        "--router-port",
+        "0",
+        "--node-port",
+        "0",
+      ]),
       {
         stdio: ["ignore", "pipe", "pipe"],
       },
@@ -25,10 +36,12 @@ const startMeshOne = () =>
       out += c.toString()
       const cp = /control plane\s+(http:\/\/\S+)/.exec(out)?.[1]
       const issuer = /OIDC issuer\s+(http:\/\/\S+)/.exec(out)?.[1]
-      if (cp !== undefined && issuer !== undefined && out.includes("Press Ctrl-C")) {
+      const node = /node\s+(http:\/\/\S+)/.exec(out)?.[1]
+      if (cp !== undefined && issuer !== undefined && node !== undefined && out.includes("Press Ctrl-C")) {
         resolve({
           controlPlane: cp,
           issuer,
+          node,
           stop: () =>
             new Promise((done) => {
               child.once("exit", () => done())
@@ -41,7 +54,7 @@ const startMeshOne = () =>
   })
 
 describe("mesh-one", () => {
-  it("brings up a control plane whose healthz, readyz and metrics answer, and a development issuer", async () => {
+  it("brings up a control plane whose healthz, readyz and metrics answer, a development issuer, a router and a node", async () => {
     const mesh = await startMeshOne()
     try {
       expect(await (await fetch(`${mesh.controlPlane}/healthz`)).json()).toEqual({ status: "ok" })
@@ -69,6 +82,19 @@ describe("mesh-one", () => {
       expect(discovery.issuer).toBe(mesh.issuer)
       const token = await fetch(`${mesh.issuer}/token`, { method: "POST", body: JSON.stringify({ sub: "alice" }) })
       expect(((await token.json()) as { id_token: string }).id_token.split(".")).toHaveLength(3)
+      // The node answers with the API token the banner points at, and joins the mesh through the router.
+      const apiToken = readFileSync(join(dir, "node", "api-token"), "utf8").trim()
+      expect(statSync(join(dir, "node", "api-token")).mode & 0o777).toBe(0o600)
+      const meshInfo = async () =>
+        (await (
+          await fetch(`${mesh.node}/debug/mesh-info`, { headers: { "x-mesh-authentication": `Bearer ${apiToken}` } })
+        ).json()) as { connected?: boolean }
+      let connected = false
+      for (let i = 0; i < 100 && !connected; i++) {
+        connected = (await meshInfo()).connected === true
+        if (!connected) await new Promise((r) => setTimeout(r, 100))
+      }
+      expect(connected).toBe(true)
     } finally {
       await mesh.stop()
     }

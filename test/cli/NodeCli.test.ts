@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -27,6 +27,30 @@ const meshNode = (args: ReadonlyArray<string>) =>
   )
 
 describe("mesh-node join", () => {
+  it.live("a corrupt identity or credential file in the data folder is one clear line and exit 1", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [string, string, string]> = [
+        [
+          "identity.json",
+          '{"seed": "zz',
+          "is not a valid identity file; restore it, or remove it to enroll as a new node",
+        ],
+        ["credential.json", '{"credential": 42}', "is not a valid credential file; remove it to enroll again"],
+      ]
+      for (const [file, content, reason] of cases) {
+        const dataDir = join(dir, `corrupt-${file}`)
+        mkdirSync(dataDir, { recursive: true })
+        if (file !== "identity.json") {
+          writeFileSync(join(dataDir, "identity.json"), JSON.stringify({ seed: "ab".repeat(32) }), { mode: 0o600 })
+        }
+        writeFileSync(join(dataDir, file), content, { mode: 0o600 })
+        const out = yield* meshNode(["join", "--control-plane", "http://127.0.0.1:1", "--data-dir", dataDir])
+        expect(out.code, out.stderr).toBe(1)
+        expect(out.stderr.trim().split("\n")).toEqual([`mesh-node: ${join(dataDir, file)} ${reason}`])
+      }
+    }),
+  )
+
   it.live("enrolls with a bootstrap token and labels, stores the identity 0600, and joins again without one", () =>
     Effect.scoped(
       Effect.gen(function* () {

@@ -28,6 +28,12 @@ describe("Biscuit credentials", () => {
     expect(verified.facts.identity).toEqual(identity)
   })
 
+  it('a role, label or identity value holding ", " verifies and keeps every fact', () => {
+    const identity = { issuer: "https://issuer", subject: "Doe, Jane", email: "jane@example.com", groups: ["a, b"] }
+    const odd = { ...facts, role: "team, ops", labels: { site: "Paris, FR" }, identity }
+    expect(Biscuit.verify(Biscuit.mint(odd, key), keyFor, now)).toEqual(Either.right({ facts: odd, keyId: 7 }))
+  })
+
   it("refuses an expired credential unless asked to allow it", () => {
     const bytes = Biscuit.mint(facts, key)
     const later = facts.expiresAtMs + 1000

@@ -88,7 +88,10 @@ describeDatabases("operator views", (db) => {
       yield* TestClock.setTime(T0)
       const issuer = yield* DevOidcIssuer.make()
       const cp = yield* Harness.make({ database: yield* db.fresh, issuers: [issuer.url] })
-      yield* setPolicy(cp, { roles: [{ name: "mesh:role:node" }] })
+      yield* setPolicy(cp, {
+        roles: [{ name: "mesh:role:node" }],
+        bindings: [{ role: "mesh:role:node", members: ["mesh:system:authenticated"] }],
+      })
       const minted = [yield* mintToken(cp), yield* mintToken(cp), yield* mintToken(cp)]
       const idToken = yield* issuer.mint({ sub: "dana" })
       const byUser = yield* MeshClient.json(cp.url, "POST", "/user/bootstrap-tokens", idToken, {})

@@ -41,6 +41,8 @@ describeDatabases("bootstrap enrollment", (db) => {
         expect(approved.status).toBe(200)
         expect(approved.json).toMatchObject({ status: "approved", resolved_by: "operator" })
 
+        // A fresh proof: each poll's challenge is single-use.
+        yield* TestClock.adjust(Duration.seconds(1))
         const answer = yield* MeshClient.enrollStatus(cp.url, peer)
         expect(answer.headers.get("cache-control")).toBe("no-store")
         const done = yield* MeshClient.decodeEnroll(answer)

@@ -3,7 +3,7 @@ import { Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
-import { admin } from "../support/admin.js"
+import { admin, mintToken } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
 import { enrollDirectly } from "../support/nodes.js"
 import { addressOf, enrollRouter } from "../support/routers.js"
@@ -11,6 +11,18 @@ import { addressOf, enrollRouter } from "../support/routers.js"
 const T0 = Date.parse("2026-06-01T00:00:00Z")
 
 describeDatabases("router leases and /info", (db) => {
+  it.scoped("an enrollment answer carries the addresses of the routers with live leases", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh, autoApproveEnrollment: true })
+      const router = yield* enrollRouter(cp)
+      yield* MeshClient.lease(cp.url, router.peer, router.credential, [addressOf(router.peer.peerId)])
+      const token = yield* mintToken(cp)
+      const enrolled = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, PeerKey.generate(), token.token))
+      expect(enrolled.routerAddresses).toEqual([addressOf(router.peer.peerId)])
+    }),
+  )
+
   it.scoped("a router's addresses appear in /info and vanish after the lease duration without renewal", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)

@@ -1,6 +1,8 @@
+import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
-import { Duration, Effect, TestClock } from "effect"
+import { Context, Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
+import { BootstrapTokens } from "../../src/services/enrollment/BootstrapTokens.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
 import { admin, mintToken } from "../support/admin.js"
@@ -13,6 +15,10 @@ const T0 = Date.parse("2026-06-01T00:00:00Z")
 const scrape = (url: string) =>
   Effect.map(MeshClient.request(`${url}/metrics`), (a) => new TextDecoder().decode(a.body))
 
+/** A snapshot of the mesh state taken at least `seconds` after T0, not one begun while the test was setting up. */
+const takenAfter = (seconds: number) => (text: string) =>
+  (value(text, "mesh_control_plane_mesh_state_timestamp_seconds") ?? 0) >= T0 / 1000 + seconds
+
 /** The value of one series, e.g. `mesh_control_plane_routers_active` or `name{label="x"}`. */
 const value = (text: string, series: string): number | undefined => {
   const line = text.split("\n").find((l) => l.startsWith(`${series} `))
@@ -20,6 +26,37 @@ const value = (text: string, series: string): number | undefined => {
 }
 
 describeDatabases("control plane metrics", (db) => {
+  it.scoped("the token-state gauge counts tokens whose owner is banned as disabled", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const tokens = Context.get(cp.context, BootstrapTokens)
+      const mint = (ownerId: string, maxUsages: number) =>
+        tokens.mint({
+          role: "mesh:role:node",
+          ttlHours: 24,
+          maxUsages,
+          description: "",
+          autonomousRecovery: false,
+          ownerId,
+          actor: "test",
+        })
+      const { token } = yield* mint("https://issuer|mallory", 1)
+      yield* mint("https://issuer|alice", 1)
+      // Mallory's token is used up, and she is banned: the owner ban disables it.
+      expect(yield* tokens.spend(token.id, T0)).toBe(true)
+      const sql = Context.get(cp.context, SqlClient.SqlClient)
+      yield* sql`INSERT INTO banned_identities (identity_key, banned_at) VALUES ('https://issuer|mallory', ${T0})`
+
+      yield* TestClock.adjust(Duration.seconds(16))
+      yield* scrape(cp.url)
+      const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
+      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="active"}')).toBe(1)
+      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="disabled"}')).toBe(1)
+      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="exhausted"}')).toBe(0)
+    }),
+  )
+
   it.scoped("expose mesh state, per-route requests and latencies, and the runtime, with the right values", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)
@@ -39,9 +76,8 @@ describeDatabases("control plane metrics", (db) => {
       // Gauges come from a snapshot at most 15 s old: let it age, scrape to start a refresh, then read.
       yield* TestClock.adjust(Duration.seconds(16))
       yield* scrape(cp.url)
-      const text = yield* eventually(scrape(cp.url), (t) => value(t, "mesh_control_plane_routers_active") === 1, {
-        what: "fresh mesh state",
-      })
+      const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
+      expect(value(text, "mesh_control_plane_routers_active")).toBe(1)
       const p = "mesh_control_plane_"
       expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="admitted"}`)).toBe(1)
       expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="banned"}`)).toBe(1)

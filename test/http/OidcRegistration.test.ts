@@ -5,7 +5,7 @@ import { EnrollRequestSchema } from "../../src/gen/mesh_pb.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as DevOidcIssuer from "../../src/testing/DevOidcIssuer.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
-import { setPolicy } from "../support/admin.js"
+import { admin, setPolicy } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")
@@ -235,6 +235,24 @@ describeDatabases("user API", (db) => {
       expect(yield* call(user, { ttl_hours: 169 })).toBe(400)
       expect(yield* call(root, { role: "mesh:role:router", autonomous_recovery: true, max_usages: 20 })).toBe(201)
       expect((yield* MeshClient.request(`${cp.url}/user/status`)).status).toBe(401)
+    }),
+  )
+
+  it.scoped("an identity the policy binds to no role mints nothing: a new control plane grants nothing", () =>
+    Effect.gen(function* () {
+      const { issuer, cp } = yield* setup(db)
+      const mint = (token: string) => MeshClient.json(cp.url, "POST", "/user/bootstrap-tokens", token, {})
+      const alice = yield* issuer.mint({ sub: "alice", groups: ["engineering"] })
+      const refused = yield* mint(alice)
+      expect([refused.status, refused.json]).toEqual([
+        403,
+        { error: "forbidden", message: 'role "mesh:role:node" is not bound to this identity' },
+      ])
+      yield* setPolicy(cp, policy)
+      expect((yield* mint(alice)).status).toBe(201)
+      // Bound to nothing the token would grant: refused even with a policy in place.
+      expect((yield* mint(yield* issuer.mint({ sub: "mallory" }))).status).toBe(403)
+      expect((yield* admin(cp, "GET", "/admin/bootstrap-tokens")).json).toHaveLength(1)
     }),
   )
 })

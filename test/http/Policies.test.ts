@@ -35,7 +35,43 @@ describeDatabases("mesh policy", (db) => {
       const current = fromBinary(PolicyConfigGetResponseSchema, read.body)
       expect(current.version).toBe(1n)
       expect(current.policy?.roles.map((r) => r.name)).toEqual(["mesh:role:node"])
-      expect(current.datalogRules).toContain('role("mesh:role:node") <- group($v), $v.starts_with("eng")')
+      expect(current.datalogRules).toContain(
+        `role("mesh:role:node") <- issuer("${Harness.DEFAULT_ISSUER}"), group($v), $v.starts_with("eng")`,
+      )
+    }),
+  )
+
+  it.scoped("an unknown field nested in a role or a binding is refused, in protobuf and in protojson", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      yield* admin(cp, "POST", "/policies", good)
+      const postProtobuf = (body: Uint8Array) =>
+        MeshClient.request(`${cp.url}/policies`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${cp.adminToken}`, "content-type": "application/x-protobuf" },
+          body: Buffer.from(body),
+        })
+      // A role `{name: "r"}` and a binding `{role: "r"}`, each followed by field 99 (varint 1), which neither has.
+      const unknownField = [0x98, 0x06, 0x01]
+      const role = [0x0a, 0x01, 0x72, ...unknownField]
+      const binding = [0x0a, 0x01, 0x72, ...unknownField]
+      for (const body of [
+        [0x0a, role.length, ...role],
+        [0x0a, 0x03, 0x0a, 0x01, 0x72, 0x12, binding.length, ...binding],
+      ]) {
+        const answer = yield* postProtobuf(new Uint8Array(body))
+        expect([answer.status, MeshClient.errorOf(answer).error]).toEqual([400, "bad_request"])
+      }
+      const json = yield* admin(cp, "POST", "/policies", {
+        roles: [{ name: "r" }],
+        bindings: [{ role: "r", members: ["user:a"], surprise: true }],
+      })
+      expect(json.status).toBe(400)
+      const read = yield* MeshClient.request(`${cp.url}/policies`, {
+        headers: { authorization: `Bearer ${cp.adminToken}` },
+      })
+      expect(fromBinary(PolicyConfigGetResponseSchema, read.body).version).toBe(1n)
     }),
   )
 

@@ -44,6 +44,35 @@ describeDatabases("POST /refresh", (db) => {
     }),
   )
 
+  it.scoped("without proof of possession, a stolen credential learns nothing of the node's state", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const banned = yield* enrollDirectly(cp, { banned: true })
+      const ended = yield* enrollDirectly(cp, { sessionExpiresAt: T0 - 1 })
+      const thief = PeerKey.generate()
+      for (const node of [banned, ended]) {
+        const stolen = yield* MeshClient.postProto(
+          `${cp.url}/refresh`,
+          TokenRefreshRequestSchema,
+          {
+            challengeUnixMs: BigInt(T0),
+            challengeSignature: Challenge.sign(thief.seed, "refresh", node.peer.peerId, T0),
+            peerId: node.peer.peerId,
+          },
+          { authorization: `Bearer ${Biscuit.toText(node.credential)}` },
+        )
+        expect([stolen.status, MeshClient.errorOf(stolen).message]).toEqual([
+          401,
+          "challenge signature verification failed",
+        ])
+      }
+      // With the proof, the node itself is told why.
+      const own = yield* MeshClient.refresh(cp.url, banned.peer, banned.credential)
+      expect([own.status, MeshClient.errorOf(own).message]).toEqual([403, "node is banned"])
+    }),
+  )
+
   it.scoped("concurrent refreshes with one credential yield exactly one new credential", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(T0)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Option, Scope } from "effect"
+import { Context, Duration, Effect, Either, Exit, Option, Ref, Scope, Stream } from "effect"
 import * as Biscuit from "../../src/crypto/Biscuit.js"
 import * as Ed25519 from "../../src/crypto/Ed25519.js"
 import * as MeshEventCodec from "../../src/domain/MeshEventCodec.js"
@@ -131,7 +131,7 @@ describe("mesh-router", () => {
         yield* victim.host.dial(address)
         yield* attacker.host.dial(address)
         const forged = MeshEventCodec.encode(
-          { type: "banned", peerId: victim.peer.peerId },
+          { type: "banned", peerId: victim.peer.peerId, sequence: 1 },
           Ed25519.generate().seed,
           Date.now(),
         )
@@ -143,6 +143,56 @@ describe("mesh-router", () => {
         }
         expect(Option.isSome(yield* router.host.peer(victim.peer.peerId))).toBe(true)
         expect((yield* router.membership.banned).has(victim.peer.peerId)).toBe(false)
+      }),
+    ),
+  )
+
+  it.live("a captured 'unbanned' event re-published after a newer 'banned' does not lift the ban", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const cp = yield* controlPlane()
+        // Syncs from /info would restore the ban anyway: keep them out of the way of what is tested.
+        const router = yield* RouterHarness.make(cp, { keysSyncInterval: Duration.minutes(10) })
+        const address = yield* firstAddress(router)
+        const victim = yield* enrolledPeer(cp)
+        const attacker = yield* enrolledPeer(cp)
+        yield* victim.host.dial(address)
+        yield* attacker.host.dial(address)
+        const captured = yield* Ref.make<ReadonlyArray<Uint8Array>>([])
+        yield* attacker.host.subscribe(MeshEventCodec.TOPIC).pipe(
+          Stream.runForEach((message) => Ref.update(captured, (all) => [...all, message.data])),
+          Effect.forkScoped,
+        )
+        yield* within(10, router.host.peers, (peers) => peers.some((p) => p.role === "mesh:role:control-plane"))
+        const isBanned = Effect.map(router.membership.banned, (banned) => banned.has(victim.peer.peerId))
+
+        const isUnbanEvent = (bytes: Uint8Array) => {
+          const event = MeshEventCodec.decode(
+            bytes,
+            attacker.keys.map((k) => k.publicKey),
+            Date.now(),
+          )
+          return Either.isRight(event) && event.right.type === "unbanned" && event.right.peerId === victim.peer.peerId
+        }
+        // Ban and unban until the attacker, once in the router's gossip mesh, has captured an "unbanned" event.
+        let replay: Uint8Array | undefined
+        for (let i = 0; i < 10 && replay === undefined; i++) {
+          yield* admin(cp, "POST", "/admin/revoke", { peer_id: victim.peer.peerId })
+          yield* within(5, isBanned, (banned) => banned)
+          yield* admin(cp, "POST", `/admin/nodes/${victim.peer.peerId}/unban`)
+          yield* within(5, isBanned, (banned) => !banned)
+          yield* Effect.sleep(Duration.millis(200))
+          replay = (yield* Ref.get(captured)).find(isUnbanEvent)
+        }
+        if (replay === undefined) return yield* Effect.dieMessage("no unbanned event captured")
+
+        yield* admin(cp, "POST", "/admin/revoke", { peer_id: victim.peer.peerId })
+        yield* within(5, isBanned, (banned) => banned)
+        for (let i = 0; i < 5; i++) {
+          yield* attacker.host.publish(MeshEventCodec.TOPIC, replay)
+          yield* Effect.sleep(Duration.millis(200))
+        }
+        expect(yield* isBanned).toBe(true)
       }),
     ),
   )

@@ -1,10 +1,12 @@
 /**
- * Fails the whole run at once when MESH_TEST_PG_URL names a server that does not answer: postgres suites must run
- * in CI, never silently skip.
+ * Says which Node runs the tests (the test workers are forks of this process, on the same binary), and fails the
+ * whole run at once when MESH_TEST_PG_URL names a server that does not answer: postgres suites must run in CI, never
+ * silently skip.
  */
 import pg from "pg"
 
 export default async function setup(): Promise<void> {
+  process.stdout.write(`Tests run on Node ${process.version}.\n`)
   const url = process.env.MESH_TEST_PG_URL?.trim()
   if (url === undefined || url.length === 0) {
     process.stdout.write("MESH_TEST_PG_URL is not set: postgres suites are skipped.\n")

@@ -4,6 +4,7 @@
  */
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Forbidden, Unauthorized, Unavailable } from "../../domain/Errors.js"
 import { type Identity, identityKey } from "../../domain/Node.js"
 import * as PolicyRules from "../../domain/Policy.js"
@@ -15,6 +16,8 @@ import { Policy } from "../../services/policy/Policy.js"
 export interface Caller {
   readonly identity: Identity
   readonly user: User
+  /** Every role the policy binds to the caller. */
+  readonly roles: ReadonlySet<string>
   readonly isAdmin: boolean
 }
 
@@ -33,6 +36,7 @@ export const UserAuthLive = Layer.effect(
     const bans = yield* Bans
     const users = yield* Users
     const policy = yield* Policy
+    const config = yield* ControlPlaneConfig
     return {
       bearer: (token) =>
         Effect.gen(function* () {
@@ -45,7 +49,8 @@ export const UserAuthLive = Layer.effect(
           }
           const user = yield* users.seen(identity)
           const { document } = yield* policy.current
-          return { identity, user, isAdmin: PolicyRules.rolesOf(document, identity).has(PolicyRules.ADMIN_ROLE) }
+          const roles = PolicyRules.rolesOf(document, identity, config.issuers)
+          return { identity, user, roles, isAdmin: roles.has(PolicyRules.ADMIN_ROLE) }
         }),
     }
   }),

@@ -1,7 +1,7 @@
 /** Enrollment of machines: OIDC (`/register`), bootstrap tokens (`/enroll`) and polling a queued request. */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
-import { BadRequest, Forbidden, Gone, Unauthorized, Unavailable } from "../../domain/Errors.js"
+import { BadRequest, Conflict, Forbidden, Gone, Unauthorized, Unavailable } from "../../domain/Errors.js"
 import * as Protobuf from "../Protobuf.js"
 
 export class EnrollmentApi extends HttpApiGroup.make("enrollment")
@@ -12,6 +12,7 @@ export class EnrollmentApi extends HttpApiGroup.make("enrollment")
       .addError(BadRequest)
       .addError(Unauthorized)
       .addError(Forbidden)
+      .addError(Conflict)
       .addError(Unavailable),
   )
   .add(
@@ -21,6 +22,7 @@ export class EnrollmentApi extends HttpApiGroup.make("enrollment")
       .addError(BadRequest)
       .addError(Unauthorized)
       .addError(Forbidden)
+      .addError(Conflict)
       .addError(Gone),
   )
   .add(
@@ -28,5 +30,6 @@ export class EnrollmentApi extends HttpApiGroup.make("enrollment")
       .setUrlParams(Schema.Struct({ peer_id: Schema.optional(Schema.String) }))
       .addSuccess(Protobuf.Body)
       .addError(Unauthorized)
-      .addError(Forbidden),
+      .addError(Forbidden)
+      .addError(Conflict),
   ) {}

@@ -11,9 +11,10 @@ import {
   EnrollRequestSchema,
   EnrollResponseSchema,
 } from "../../gen/mesh_pb.js"
-import { Enrollment, type EnrollOutcome } from "../../services/enrollment/Enrollment.js"
+import { Enrollment, type EnrollOutcome, messages } from "../../services/enrollment/Enrollment.js"
 import { Registration } from "../../services/enrollment/Registration.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"
+import { Leases } from "../../services/routers/Leases.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Protobuf from "../Protobuf.js"
 
@@ -28,11 +29,12 @@ export const EnrollmentHttpLive = HttpApiBuilder.group(ControlPlaneApi, "enrollm
     const enrollment = yield* Enrollment
     const registration = yield* Registration
     const keyRing = yield* KeyRing
+    const leases = yield* Leases
 
-    /** What an enrolled machine needs to join: the key that signs credentials, and where the routers are. */
-    const meshContext = Effect.map(keyRing.snapshot, (snapshot) => ({
+    /** What an enrolled machine needs to join: the key that signs credentials, and the routers with live leases. */
+    const meshContext = Effect.zipWith(keyRing.snapshot, leases.live, (snapshot, live) => ({
       controlPlanePublicKey: snapshot.current.publicKey,
-      routerAddresses: [] as Array<string>,
+      routerAddresses: live.flatMap((lease) => lease.addresses),
     }))
 
     const bootstrapResponse = (outcome: EnrollOutcome) =>
@@ -43,11 +45,13 @@ export const EnrollmentHttpLive = HttpApiBuilder.group(ControlPlaneApi, "enrollm
             status: statusOf[outcome.status],
             requestId: outcome.requestId,
             ...(outcome.status === "approved"
-              ? {
-                  biscuitToken: outcome.credential.bytes,
-                  expireTime: timestampFromMs(outcome.credential.expiresAtMs),
-                  ...context,
-                }
+              ? outcome.credential === undefined
+                ? { errorMessage: messages.collected }
+                : {
+                    biscuitToken: outcome.credential.bytes,
+                    expireTime: timestampFromMs(outcome.credential.expiresAtMs),
+                    ...context,
+                  }
               : outcome.status === "pending"
                 ? { pollIntervalSeconds: POLL_INTERVAL_SECONDS }
                 : {}),

@@ -18,7 +18,8 @@ export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies"
   Effect.gen(function* () {
     const policy = yield* Policy
     const admittedCaller = makeAdmittedCaller(yield* Credentials, yield* Nodes)
-    const isAdminToken = makeCheck((yield* ControlPlaneConfig).adminToken)
+    const config = yield* ControlPlaneConfig
+    const isAdminToken = makeCheck(config.adminToken)
     const unauthorized = new Unauthorized({
       message: "a credential or the admin token is required as Authorization: Bearer",
     })
@@ -51,7 +52,11 @@ export const PoliciesHttpLive = HttpApiBuilder.group(ControlPlaneApi, "policies"
         Effect.gen(function* () {
           yield* authorizeRead
           const request = yield* HttpServerRequest.HttpServerRequest
-          return PolicyCodec.getResponse(yield* policy.current, PolicyCodec.isJson(request.headers.accept))
+          return PolicyCodec.getResponse(
+            yield* policy.current,
+            config.issuers,
+            PolicyCodec.isJson(request.headers.accept),
+          )
         }),
       )
       .handle("post", () => replace)

@@ -30,7 +30,9 @@ export const decodeUpdate = (body: Uint8Array, json: boolean) =>
         return fromJsonString(PolicyConfigUpdateRequestSchema, new TextDecoder("utf-8", { fatal: true }).decode(body))
       }
       const message = fromBinary(PolicyConfigUpdateRequestSchema, body)
-      if ((message.$unknown?.length ?? 0) > 0) throw new Error("unknown field")
+      // protobuf-es keeps unknown fields aside on every message; any of them, at any depth, is a refusal.
+      const parts = [message, ...message.roles, ...message.bindings]
+      if (parts.some((part) => (part.$unknown?.length ?? 0) > 0)) throw new Error("unknown field")
       return message
     },
     catch: (error) =>
@@ -80,9 +82,9 @@ export const updateResponse = (json: boolean) => {
   )
 }
 
-export const getResponse = (snapshot: PolicySnapshot, json: boolean) => {
+export const getResponse = (snapshot: PolicySnapshot, issuers: PolicyRules.Issuers, json: boolean) => {
   const message = create(PolicyConfigGetResponseSchema, {
-    datalogRules: [...PolicyRules.toDatalog(snapshot.document)],
+    datalogRules: [...PolicyRules.toDatalog(snapshot.document, issuers)],
     policy: fromDocument(snapshot.document),
     version: BigInt(snapshot.version),
     ...(snapshot.updatedAt === undefined ? {} : { updateTime: timestampFromMs(snapshot.updatedAt) }),

@@ -41,9 +41,13 @@ export const UserHttpLive = HttpApiBuilder.group(ControlPlaneApi, "user", (handl
       )
       .handle("mintToken", ({ payload }) =>
         Effect.gen(function* () {
-          const { user, isAdmin } = yield* CurrentUser
+          const { user, roles, isAdmin } = yield* CurrentUser
           const role = payload.role ?? NODE_ROLE
           yield* checkRole(role)
+          // A new control plane grants nothing: only a binding for the role (or admin) lets a user mint for it.
+          if (!isAdmin && !roles.has(role)) {
+            return yield* new Forbidden({ message: `role "${role}" is not bound to this identity` })
+          }
           if (!isAdmin) {
             if (role !== NODE_ROLE) return yield* new Forbidden({ message: `only ${NODE_ROLE} tokens may be minted` })
             if (payload.autonomous_recovery) {

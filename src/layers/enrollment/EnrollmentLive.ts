@@ -1,7 +1,9 @@
 /**
  * Enrollment over the token, request and node stores. Every admission (auto-approve or operator approval) spends
  * the token usage, records the request and creates the node in one transaction: a crash leaves either all of it or
- * none, and concurrent enrollments can never spend more usages than the token has.
+ * none, and concurrent enrollments can never spend more usages than the token has. A node that exists is never
+ * overwritten: admission refuses, and re-enrollment and collection only swap the credential of a node that is still
+ * unbanned, in the same statement that checks it.
  */
 import { randomUUID } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -26,9 +28,10 @@ import { EnrollmentRequests } from "../../services/enrollment/EnrollmentRequests
 import { Challenges } from "../../services/identity/Challenges.js"
 import { Credentials, type Minted } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
-import { Nodes } from "../../services/nodes/Nodes.js"
+import { CHANGED, lostWrite, Nodes } from "../../services/nodes/Nodes.js"
 import { Audit } from "../../services/operations/Audit.js"
 import { Policy } from "../../services/policy/Policy.js"
+import { REPLAYED } from "../identity/ChallengesLive.js"
 
 const badRequest = (message: string) => new BadRequest({ message })
 const forbidden = (message: string) => new Forbidden({ message })
@@ -47,7 +50,10 @@ export const layer = Layer.effect(
     const bans = yield* Bans
     const audit = yield* Audit
 
-    /** A token that may admit someone now: known, unrevoked, unexpired, owner not banned. Usages are checked later. */
+    /**
+     * A token that may admit someone now: known, unrevoked, unexpired, owner not banned (which disables it even when
+     * used up). Usages are checked later: an approved peer enrolling again spends none.
+     */
     const usableToken = (token: Token.BootstrapToken, now: number) =>
       Effect.gen(function* () {
         const ownerBanned = token.ownerId !== undefined && (yield* bans.isIdentityBanned(token.ownerId))
@@ -94,34 +100,49 @@ export const layer = Layer.effect(
       bannedAt: undefined,
     })
 
-    /** Mints the node's credential and makes it the current one. */
-    const issue = (node: Node) =>
+    /**
+     * A new credential for an enrolled bootstrap node, made current only if the node is still unbanned; with a
+     * `claim` (releasing an approval), only if the claim is won in the same transaction, else undefined.
+     */
+    const reissue = (node: Node, claim: Effect.Effect<boolean> = Effect.succeed(true)) =>
       Effect.gen(function* () {
         const minted = yield* credentials.mint({ peerId: node.peerId, role: node.role, labels: node.labels })
-        yield* nodes.save({ ...node, credentialDigest: minted.digest, credentialExpiresAt: minted.expiresAtMs })
-        return minted
+        const now = yield* Clock.currentTimeMillis
+        return yield* Effect.gen(function* () {
+          if (!(yield* claim)) return undefined
+          const swapped = yield* nodes.reissue({
+            peerId: node.peerId,
+            role: node.role,
+            digest: minted.digest,
+            expiresAt: minted.expiresAtMs,
+            now,
+          })
+          return swapped ? minted : yield* lostWrite(nodes, node.peerId)
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 
     /**
      * Spends a usage and creates the node (with its first credential when one was minted), and records or resolves
-     * the request, all or nothing.
+     * the request, all or nothing. A node of the same peer that appeared meanwhile is left alone: `conflict`.
      */
     const admit = <E>(
       request: EnrollmentRequest,
       token: Token.BootstrapToken,
       now: number,
       record: Effect.Effect<void, E>,
+      conflict: string,
       credential?: Minted,
     ) =>
       Effect.gen(function* () {
         yield* record
         if (!(yield* tokens.spend(token.id, now))) return yield* new Gone({ message: messages.tokenUsedUp })
         const node = newNode(request, token, now)
-        yield* nodes.save(
+        const created = yield* nodes.create(
           credential === undefined
             ? node
             : { ...node, credentialDigest: credential.digest, credentialExpiresAt: credential.expiresAtMs },
         )
+        if (!created) return yield* new Conflict({ message: conflict })
         return node
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
@@ -162,12 +183,14 @@ export const layer = Layer.effect(
       const role = input.requestedRole.length > 0 ? input.requestedRole : token.role
       if (role !== token.role) return yield* forbidden(`bootstrap token does not grant role "${role}"`)
 
-      // An approved peer enrolling again: a new credential, no approval, no usage spent.
+      // An approved peer enrolling again: a new credential, no approval, no usage spent. OIDC nodes refresh or
+      // register again instead, where their identity's ban and bindings are checked.
       const existing = yield* nodes.find(key.peerId)
       if (Option.isSome(existing)) {
         if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
+        if (existing.value.enrollmentType !== "bootstrap") return yield* forbidden(messages.oidcNode)
         if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
-        const credential = yield* issue(existing.value)
+        const credential = yield* reissue(existing.value)
         const previous = yield* requests.findByPeer(key.peerId)
         return {
           status: "approved" as const,
@@ -196,6 +219,8 @@ export const layer = Layer.effect(
         createdAt: now,
         resolvedAt: config.autoApproveEnrollment ? now : undefined,
         resolvedBy: config.autoApproveEnrollment ? "auto-approve" : undefined,
+        // The auto-approved answer carries the credential: it is released here.
+        releasedAt: config.autoApproveEnrollment ? now : undefined,
       }
       if (!config.autoApproveEnrollment) {
         yield* requests.save(request)
@@ -219,6 +244,7 @@ export const layer = Layer.effect(
             details: { peer_id: key.peerId },
           }),
         ),
+        CHANGED,
         credential,
       )
       yield* Effect.logInfo("node enrolled").pipe(
@@ -235,15 +261,21 @@ export const layer = Layer.effect(
       if (peerId === undefined || !Number.isSafeInteger(ts) || signature === undefined) return yield* unauthorized
       const request = yield* requests.findByPeer(peerId)
       if (Option.isNone(request)) return yield* unauthorized
+      // Single-use, like the proofs of /enroll and /register: a captured poll cannot be replayed.
       yield* challenges
-        .verify({ endpoint: "enroll-status", peerId, publicKey: request.value.publicKey, unixMs: ts, signature })
-        .pipe(Effect.mapError(() => unauthorized))
+        .verifyOnce({ endpoint: "enroll-status", peerId, publicKey: request.value.publicKey, unixMs: ts, signature })
+        .pipe(Effect.mapError((error) => (error.message === REPLAYED ? error : unauthorized)))
       const r = request.value
       if (r.status !== "approved") return { status: r.status, requestId: r.id }
+      const collected = { status: "approved" as const, requestId: r.id, credential: undefined }
+      if (r.releasedAt !== undefined) return collected
       const node = yield* nodes.find(peerId)
       if (Option.isNone(node)) return yield* unauthorized
       if (node.value.banned) return yield* forbidden(messages.nodeBanned)
-      return { status: "approved" as const, requestId: r.id, credential: yield* issue(node.value) }
+      // The release is claimed in the transaction that makes the credential current: once, and only if unbanned.
+      const now = yield* Clock.currentTimeMillis
+      const credential = yield* reissue(node.value, requests.release(r.id, now))
+      return credential === undefined ? collected : { ...collected, credential }
     })
 
     const findRequest = (id: string) =>
@@ -270,7 +302,7 @@ export const layer = Layer.effect(
         Effect.flatMap((t) => usableToken(t, now)),
       )
       yield* labelsAllowed(request.requestedRole, request.labels)
-      yield* admit(request, token, now, resolveApproved(request, by, now))
+      yield* admit(request, token, now, resolveApproved(request, by, now), messages.alreadyEnrolled)
       yield* Effect.logInfo("enrollment approved").pipe(
         Effect.annotateLogs({ peer_id: request.peerId, request_id: id, by }),
       )

@@ -1,4 +1,7 @@
-/** EnrollmentRequests over SQL; resolving is one conditional update, so a request is resolved exactly once. */
+/**
+ * EnrollmentRequests over SQL; resolving and releasing are conditional updates, so a request is resolved exactly once
+ * and its credential handed over once.
+ */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Layer, Option, Schema } from "effect"
 import type { EnrollmentRequest } from "../../domain/EnrollmentRequest.js"
@@ -17,6 +20,7 @@ const RequestRow = Schema.Struct({
   created_at: Schema.Number,
   resolved_at: Schema.NullOr(Schema.Number),
   resolved_by: Schema.NullOr(Schema.String),
+  released_at: Schema.NullOr(Schema.Number),
 })
 
 const toRequest = (row: typeof RequestRow.Type): EnrollmentRequest => ({
@@ -30,10 +34,11 @@ const toRequest = (row: typeof RequestRow.Type): EnrollmentRequest => ({
   createdAt: row.created_at,
   resolvedAt: row.resolved_at ?? undefined,
   resolvedBy: row.resolved_by ?? undefined,
+  releasedAt: row.released_at ?? undefined,
 })
 
 const COLUMNS = `id, peer_id, public_key, requested_role, labels_json, token_id, status, created_at, resolved_at,
-  resolved_by`
+  resolved_by, released_at`
 
 export const layer = Layer.effect(
   EnrollmentRequests,
@@ -78,6 +83,7 @@ export const layer = Layer.effect(
           created_at: request.createdAt,
           resolved_at: request.resolvedAt ?? null,
           resolved_by: request.resolvedBy ?? null,
+          released_at: request.releasedAt ?? null,
         }
         const { peer_id: _, ...updates } = row
         return sql`INSERT INTO enrollment_requests ${sql.insert(row)}
@@ -86,6 +92,12 @@ export const layer = Layer.effect(
       resolve: (id, status, by, now) =>
         sql`UPDATE enrollment_requests SET status = ${status}, resolved_at = ${now}, resolved_by = ${by}
           WHERE id = ${id} AND status = 'pending' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie,
+        ),
+      release: (id, now) =>
+        sql`UPDATE enrollment_requests SET released_at = ${now}
+          WHERE id = ${id} AND status = 'approved' AND released_at IS NULL RETURNING id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie,
         ),

@@ -3,7 +3,7 @@ import { Clock, Duration, Effect, Layer, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Labels from "../../domain/Labels.js"
-import { identityKey } from "../../domain/Node.js"
+import { identityKey, type Node } from "../../domain/Node.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as PolicyRules from "../../domain/Policy.js"
 import { Oidc } from "../../services/enrollment/Oidc.js"
@@ -12,7 +12,7 @@ import { Users } from "../../services/enrollment/Users.js"
 import { Challenges } from "../../services/identity/Challenges.js"
 import { Credentials } from "../../services/identity/Credentials.js"
 import { Bans } from "../../services/nodes/Bans.js"
-import { Nodes } from "../../services/nodes/Nodes.js"
+import { lostWrite, Nodes } from "../../services/nodes/Nodes.js"
 import { Policy } from "../../services/policy/Policy.js"
 
 const badRequest = (message: string) => new BadRequest({ message })
@@ -61,7 +61,7 @@ export const layer = Layer.effect(
         }
       }
       const { document } = yield* policy.current
-      const bound = PolicyRules.rolesOf(document, { peerId: key.peerId, ...identity })
+      const bound = PolicyRules.rolesOf(document, { peerId: key.peerId, ...identity }, config.issuers)
       if (!bound.has(input.requestedRole)) {
         return yield* forbidden(`role "${input.requestedRole}" is not bound to this identity`)
       }
@@ -79,7 +79,7 @@ export const layer = Layer.effect(
         identity,
         notAfterMs: Math.min(token.expiresAtMs, sessionEnd),
       })
-      yield* nodes.save({
+      const record: Node = {
         peerId: key.peerId,
         publicKey: key.publicKey,
         role: input.requestedRole,
@@ -87,7 +87,7 @@ export const layer = Layer.effect(
         enrollmentType: "oidc",
         identity,
         ownerId: identityKey(identity),
-        autonomousRecovery: Option.match(existing, { onNone: () => false, onSome: (n) => n.autonomousRecovery }),
+        autonomousRecovery: false,
         credentialDigest: minted.digest,
         credentialExpiresAt: minted.expiresAtMs,
         sessionExpiresAt: sessionEnd,
@@ -95,7 +95,11 @@ export const layer = Layer.effect(
         refreshedAt: undefined,
         banned: false,
         bannedAt: undefined,
-      })
+      }
+      // A new node is created only if none appeared meanwhile; an existing one is updated only while it is still
+      // unbanned and this identity's (its ban and autonomous-recovery flag are not this flow's to change).
+      const written = Option.isSome(existing) ? yield* nodes.reregister(record) : yield* nodes.create(record)
+      if (!written) return yield* lostWrite(nodes, key.peerId)
       yield* Effect.logInfo("node enrolled").pipe(
         Effect.annotateLogs({
           peer_id: key.peerId,

@@ -114,7 +114,7 @@ export const layer = Layer.scoped(
     yield* keyRing.rotations.pipe(
       Stream.runForEach(({ current, previous }) =>
         Effect.gen(function* () {
-          const event: MeshEvent = { type: "key_rotation", publicKey: current.publicKey }
+          const event: MeshEvent = { type: "key_rotation", publicKey: current.publicKey, sequence: current.id }
           yield* memory.publish(event)
           yield* send(event, (previous ?? current).seed)
         }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("key rotation not announced", cause))),

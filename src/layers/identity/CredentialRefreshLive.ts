@@ -6,9 +6,11 @@
  * to it. The swap of the current credential is one conditional update, so two refreshes with the same credential
  * (a replay, or a race) yield one new credential and one refusal.
  */
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Either, Layer, Option } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Forbidden, Unauthorized } from "../../domain/Errors.js"
 import { identityKey, isAdmitted, type Node } from "../../domain/Node.js"
+import * as PeerKey from "../../domain/PeerKey.js"
 import * as PolicyRules from "../../domain/Policy.js"
 import { Challenges } from "../../services/identity/Challenges.js"
 import { CredentialRefresh, messages, type RefreshRequest } from "../../services/identity/CredentialRefresh.js"
@@ -25,6 +27,7 @@ export const layer = Layer.effect(
     const challenges = yield* Challenges
     const policy = yield* Policy
     const bans = yield* Bans
+    const config = yield* ControlPlaneConfig
 
     const unauthorized = (message: string) => new Unauthorized({ message })
 
@@ -36,7 +39,7 @@ export const layer = Layer.effect(
         if (yield* bans.isIdentityBanned(identityKey(identity)))
           return yield* new Forbidden({ message: messages.identityBanned })
         const { document } = yield* policy.current
-        if (!PolicyRules.rolesOf(document, { peerId: node.peerId, ...identity }).has(node.role)) {
+        if (!PolicyRules.rolesOf(document, { peerId: node.peerId, ...identity }, config.issuers).has(node.role)) {
           return yield* new Forbidden({ message: `role "${node.role}" is no longer bound to this identity` })
         }
       })
@@ -60,6 +63,19 @@ export const layer = Layer.effect(
       refresh: (request) =>
         Effect.gen(function* () {
           const { peerId, recovering } = yield* identify(request)
+          // Proof of possession first, against the key the peer id embeds: a caller without the node's key learns
+          // nothing of its state (unknown, banned, session over).
+          const publicKey = yield* Either.match(PeerKey.publicKeyOf(peerId), {
+            onLeft: (reason) => Effect.fail(unauthorized(reason)),
+            onRight: Effect.succeed,
+          })
+          yield* challenges.verify({
+            endpoint: "refresh",
+            peerId,
+            publicKey,
+            unixMs: request.challengeUnixMs,
+            signature: request.challengeSignature,
+          })
           const node: Node = yield* nodes
             .find(peerId)
             .pipe(
@@ -70,13 +86,6 @@ export const layer = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           if (node.banned) return yield* new Forbidden({ message: messages.banned })
           if (!isAdmitted(node, now)) return yield* unauthorized(messages.sessionExpired)
-          yield* challenges.verify({
-            endpoint: "refresh",
-            peerId: node.peerId,
-            publicKey: node.publicKey,
-            unixMs: request.challengeUnixMs,
-            signature: request.challengeSignature,
-          })
           const presentedDigest = digest(request.presented)
           if (!sameDigest(presentedDigest, node.credentialDigest)) return yield* unauthorized(messages.superseded)
           if (recovering && !node.autonomousRecovery) return yield* unauthorized(messages.notOptedIn)
@@ -96,7 +105,12 @@ export const layer = Layer.effect(
             expiresAt: minted.expiresAtMs,
             now,
           })
-          if (!swapped) return yield* unauthorized(messages.superseded)
+          if (!swapped) {
+            // Refreshed by someone else meanwhile (a replay, a race), or banned after the checks above.
+            const after = yield* nodes.find(node.peerId)
+            if (Option.isSome(after) && after.value.banned) return yield* new Forbidden({ message: messages.banned })
+            return yield* unauthorized(messages.superseded)
+          }
           yield* Effect.logInfo("credential refreshed").pipe(
             Effect.annotateLogs({ peer_id: node.peerId, recovery: recovering, expires_at: minted.expiresAtMs }),
           )

@@ -1,7 +1,9 @@
 /**
  * KeyRing over SQL. At start the first key is made if there is none. A fiber wakes when the next rotation is due,
- * tries to win the rotation and re-reads the keys. Replicas must share the rotation settings. Winning is a conditional update of the single `key_rotation` row inside the rotation's own transaction, so
- * replicas on one database rotate exactly once per interval and none sees a half-made rotation.
+ * tries to win the rotation and re-reads the keys; after a failed attempt it re-reads them and the shared due time
+ * within seconds. Replicas must share the rotation settings. Winning is a conditional update of the single
+ * `key_rotation` row inside the rotation's own transaction, so replicas on one database rotate exactly once per
+ * interval and none sees a half-made rotation.
  */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Option, PubSub, Ref, Schedule, Schema, Stream } from "effect"
@@ -131,9 +133,12 @@ export const layer = Layer.scoped(
     yield* initialize.pipe(Effect.orDie)
     yield* reload
 
-    // The rotation loop: sleep until the rotation is due, try it, re-read. Every replica reads the same due time from
-    // the database, so all of them wake together; the losers re-read after the winner's transaction committed.
+    // The rotation loop: re-read the keys, sleep until the rotation is due, try it, re-read. Every replica reads the
+    // same due time from the database, so all of them wake together; the losers re-read after the winner's transaction
+    // committed. A replica whose attempt failed (the database erred while another replica rotated) retries soon, and
+    // each pass starts by re-reading the keys and the shared due time: it never sleeps an interval on stale keys.
     const loop = Effect.gen(function* () {
+      yield* reload
       const now = yield* Clock.currentTimeMillis
       const due = yield* nextRotation
       if (Option.isSome(due) && due.value > now) yield* Effect.sleep(Duration.millis(due.value - now))

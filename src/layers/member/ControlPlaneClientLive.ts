@@ -10,6 +10,8 @@ import {
   ControlPlaneInfoResponseSchema,
   EnrollRequestSchema,
   EnrollResponseSchema,
+  NodeCatalogReportSchema,
+  PolicyConfigGetResponseSchema,
   RouterLeaseRequestSchema,
   RouterLeaseResponseSchema,
   TokenRefreshRequestSchema,
@@ -41,7 +43,7 @@ export const make = (baseUrl: string) => {
         }).pipe(Effect.map((body) => ({ status: response.status, body: new Uint8Array(body) }))),
       ),
       Effect.flatMap(({ status, body }) => {
-        if (status === 200) return Effect.succeed(body)
+        if (status >= 200 && status < 300) return Effect.succeed(body)
         let code = "unknown"
         let reason = `HTTP ${status}`
         try {
@@ -140,6 +142,18 @@ export const make = (baseUrl: string) => {
         ),
       ),
     keys: call("/keys", {}),
+    policies: (credential) =>
+      call("/policies", { headers: { accept: PROTOBUF, ...bearer(credential) } }).pipe(
+        Effect.flatMap(decode(PolicyConfigGetResponseSchema)),
+      ),
+    reportCatalog: (credential, services) =>
+      call("/nodes/catalog", {
+        method: "POST",
+        headers: { "content-type": PROTOBUF, ...bearer(credential) },
+        body: Buffer.from(
+          toBinary(NodeCatalogReportSchema, create(NodeCatalogReportSchema, { services: [...services] })),
+        ),
+      }).pipe(Effect.asVoid),
     info: call("/info", {}).pipe(Effect.flatMap(decode(ControlPlaneInfoResponseSchema))),
     lease: (signer, credential, lease) =>
       Effect.flatMap(proof(signer, "routers-lease"), (p) =>

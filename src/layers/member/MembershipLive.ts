@@ -85,6 +85,11 @@ export const make = (
         if (answer.status !== EnrollmentStatus.APPROVED) {
           return yield* new MembershipError({ reason: "enrollment was rejected by an operator" })
         }
+        // The approval's credential is handed out once; if that answer was lost, an approved peer enrolls again.
+        if (answer.biscuitToken.length === 0) answer = yield* client.enroll(signer, request)
+        if (answer.status !== EnrollmentStatus.APPROVED || answer.biscuitToken.length === 0) {
+          return yield* new MembershipError({ reason: "enrollment was approved but no credential was issued" })
+        }
         yield* trustFirstKey(answer.controlPlanePublicKey)
         return yield* keep(answer.biscuitToken, expiryOf(answer.expireTime, 0))
       }
@@ -102,6 +107,7 @@ export const make = (
       }
       return yield* new MembershipError({ reason: "not enrolled: give a bootstrap token or an ID token" })
     }).pipe(
+      Effect.tap(() => store.saveControlPlane(client.url)),
       Effect.tap(() =>
         Effect.logInfo("enrolled").pipe(Effect.annotateLogs({ peer_id: signer.peerId, role: options.role })),
       ),
@@ -165,7 +171,11 @@ export const make = (
 
     yield* sync.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("key and ban sync failed", cause)),
-      Effect.repeat(Schedule.spaced(options.syncInterval)),
+      Effect.repeat(
+        options.jitter === true
+          ? Schedule.spaced(options.syncInterval).pipe(Schedule.jitteredWith({ min: 1, max: 1.1 }))
+          : Schedule.spaced(options.syncInterval),
+      ),
       Effect.delay(options.syncInterval),
       Effect.forkScoped,
     )

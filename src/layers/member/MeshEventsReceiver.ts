@@ -1,8 +1,9 @@
 /**
  * Signed mesh events reaching a router or node: checked against the trusted control-plane keys and our clock, then
- * applied. A ban drops the banned peer's connections at once; forged, unsigned or stale events are ignored.
+ * applied if newer than the last event applied about the same subject. A ban drops the banned peer's connections at
+ * once; forged, unsigned, stale or replayed events are ignored.
  */
-import { Clock, Effect, Either, Layer, Stream } from "effect"
+import { Clock, Effect, Either, Layer, Ref, Stream } from "effect"
 import * as MeshEventCodec from "../../domain/MeshEventCodec.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
@@ -15,6 +16,8 @@ export const layer = (metricPrefix: string) =>
       const host = yield* MeshHost
       const metrics = yield* Metrics
       const received = metrics.counter(`${metricPrefix}mesh_events_total`, "Mesh events received, by type and outcome.")
+      /** The sequence of the last event applied, per subject. */
+      const latest = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
 
       const handle = (data: Uint8Array) =>
         Effect.gen(function* () {
@@ -26,6 +29,17 @@ export const layer = (metricPrefix: string) =>
             return yield* Effect.logDebug("mesh event ignored").pipe(Effect.annotateLogs({ reason: decoded.left }))
           }
           const event = decoded.right
+          const fresh = yield* Ref.modify(latest, (seen) =>
+            MeshEventCodec.isNewer(seen, event)
+              ? [true, new Map([...seen, [MeshEventCodec.subjectOf(event), event.sequence]])]
+              : [false, seen],
+          )
+          if (!fresh) {
+            received.inc({ type: event.type, outcome: "replayed" })
+            return yield* Effect.logDebug("mesh event not newer than the last one applied; ignored").pipe(
+              Effect.annotateLogs({ type: event.type, sequence: event.sequence }),
+            )
+          }
           received.inc({ type: event.type, outcome: "applied" })
           yield* membership.apply(event)
           if (event.type === "banned") {

@@ -17,10 +17,12 @@ import {
   FiberSet,
   Layer,
   Option,
+  Ref,
   Schedule,
   type Scope,
   Stream,
 } from "effect"
+import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Admissions } from "../../p2p/Admissions.js"
 import * as AuthProtocol from "../../p2p/AuthProtocol.js"
 import * as Gate from "../../p2p/Gate.js"
@@ -28,6 +30,7 @@ import { Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import {
+  type AuthenticatedPeer,
   MeshDialError,
   MeshHost,
   type MeshHostOptions,
@@ -40,6 +43,8 @@ import {
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
 /** Re-verification catches expiries even when the owner has no reason to call `reverify`. */
 const REVERIFY_EVERY = Duration.minutes(1)
+/** A known direct address gets this long before the relays are tried. */
+const DIRECT_DIAL_TIMEOUT = Duration.seconds(3)
 /** Gossip is lossy by nature: a subscriber that falls this far behind loses the newest messages, not memory. */
 const SUBSCRIBER_BUFFER = 1024
 
@@ -197,6 +202,118 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return outcome.peer
       })
 
+    /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
+    const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
+      libp2p
+        .getConnections()
+        .filter(
+          (c) =>
+            c.remotePeer.toString() === peer &&
+            c.status === "open" &&
+            admissions.tracked(c)?.status === "authenticated",
+        )
+        .sort((a, b) => Number(a.limits !== undefined) - Number(b.limits !== undefined))
+
+    /** Where the peer may be reached: addresses the peer store holds (DHT, identify), then each router's relay. */
+    const candidates = (peer: string) =>
+      Effect.gen(function* () {
+        const stored = yield* Effect.promise(() =>
+          libp2p.peerStore.get(peerIdFromString(peer)).then(
+            (record) => record.addresses.map((a) => a.multiaddr.toString()),
+            () => [] as Array<string>,
+          ),
+        )
+        const direct = stored
+          .filter((a) => !a.includes("/p2p-circuit"))
+          .map((a) => (a.endsWith(`/p2p/${peer}`) ? a : `${a}/p2p/${peer}`))
+        const relays = admissions
+          .list()
+          .filter((p) => p.role === ROUTER_ROLE && p.peerId !== peer)
+          .map((router) => `/p2p/${router.peerId}/p2p-circuit/p2p/${peer}`)
+        return { direct, relays }
+      })
+
+    /** One attempt to reach a peer that has no authenticated connection. */
+    const reach = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+      Effect.gen(function* () {
+        const { direct, relays } = yield* candidates(peer)
+        if (direct.length + relays.length === 0) {
+          return yield* new MeshDialError({ address: peer, reason: "no known address and no router to relay through" })
+        }
+        // One address after the other; the first that authenticates wins, else the last reason is reported.
+        const attempts = [
+          ...direct.map((address) =>
+            dial(address).pipe(
+              Effect.timeoutFail({
+                duration: DIRECT_DIAL_TIMEOUT,
+                onTimeout: () => new MeshDialError({ address, reason: "timed out" }),
+              }),
+            ),
+          ),
+          ...relays.map((address) => dial(address)),
+        ]
+        return yield* Effect.firstSuccessOf(attempts).pipe(
+          Effect.mapError((error) => new MeshDialError({ address: peer, reason: error.reason })),
+        )
+      })
+
+    // Callers that need the same peer at once share one attempt: a burst of parallel dials would open several
+    // connections, and the remote's limit on new inbound connections per second would refuse some of them.
+    const reaching = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<AuthenticatedPeer, MeshDialError>>>(
+      new Map(),
+    )
+    const hostScope = yield* Effect.scope
+
+    const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+      Effect.gen(function* () {
+        const fail = (reason: string) => Effect.fail(new MeshDialError({ address: peer, reason }))
+        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
+        if (peer === peerId) return yield* fail("that is this peer")
+        if ((yield* options.trust).isBanned(peer)) return yield* fail("peer is banned")
+        const known = admissions.get(peer)
+        if (known !== undefined && authenticatedConnections(peer).length > 0) return known
+        const mine = yield* Deferred.make<AuthenticatedPeer, MeshDialError>()
+        const shared = yield* Ref.modify(reaching, (map) => {
+          const found = map.get(peer)
+          return found === undefined ? [mine, new Map(map).set(peer, mine)] : [found, map]
+        })
+        if (shared === mine) {
+          // The attempt belongs to the host, not to whichever caller started it: a caller giving up must not fail
+          // the others that wait on it.
+          yield* reach(peer).pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => Deferred.done(mine, exit)),
+            Effect.ensuring(
+              Ref.update(reaching, (map) => {
+                const next = new Map(map)
+                next.delete(peer)
+                return next
+              }),
+            ),
+            Effect.forkIn(hostScope),
+          )
+        }
+        return yield* Deferred.await(shared)
+      })
+
+    const openStream = (peer: string, protocol: string) =>
+      Effect.gen(function* () {
+        let connection = authenticatedConnections(peer)[0]
+        if (connection === undefined) {
+          yield* connect(peer)
+          connection = authenticatedConnections(peer)[0]
+        }
+        if (connection === undefined) {
+          return yield* new MeshDialError({ address: peer, reason: "connection closed after the handshake" })
+        }
+        const open = connection
+        const stream = yield* Effect.tryPromise({
+          try: (signal) => open.newStream(protocol, { signal, runOnLimitedConnection: true }),
+          catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),
+        })
+        return { stream, connection: open }
+      })
+
     const subscribe = (topic: string) =>
       Stream.asyncScoped<{ readonly from: string; readonly data: Uint8Array }>(
         (emit) =>
@@ -232,7 +349,10 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       ),
       peers: Effect.sync(() => admissions.list()),
       peer: (id) => Effect.sync(() => Option.fromNullable(admissions.get(id))),
+      nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
+      connect,
+      openStream,
       listen: (address) =>
         Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
           Effect.flatMap((target) =>

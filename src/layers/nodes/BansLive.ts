@@ -24,8 +24,10 @@ export const layer = Layer.effect(
         const node = rows[0]
         if (node === undefined) return yield* new NotFound({ message: "no such node" })
         const wasBanned = node.banned === true || node.banned === 1
-        yield* sql`UPDATE nodes SET banned = ${toBool(banned)}, banned_at = ${banned ? now : null}
-          WHERE peer_id = ${peerId}`
+        // Every ban and unban raises the version, which orders the mesh events announcing them.
+        const [version] = yield* sql<{ ban_version: number }>`UPDATE nodes
+          SET banned = ${toBool(banned)}, banned_at = ${banned ? now : null}, ban_version = ban_version + 1
+          WHERE peer_id = ${peerId} RETURNING ban_version`
         const identityKey = node.identity_key ?? undefined
         if (identityKey !== undefined) {
           yield* banned
@@ -45,18 +47,20 @@ export const layer = Layer.effect(
         yield* Effect.logInfo(banned ? "node banned" : "node unbanned").pipe(
           Effect.annotateLogs({ peer_id: peerId, identity: identityKey !== undefined }),
         )
-        return { peerId, identityKey, changed: wasBanned !== banned }
+        return { peerId, identityKey, changed: wasBanned !== banned, version: Number(version?.ban_version ?? 0) }
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", (error) => Effect.die(error)),
       )
 
     /** After the change committed: tell running routers and nodes. */
-    const announce = (outcome: BanOutcome, banned: boolean) =>
+    const announce = ({ version, ...outcome }: BanOutcome & { readonly version: number }, banned: boolean) =>
       feed
         .publish("bans")
         .pipe(
-          Effect.zipRight(events.publish({ type: banned ? "banned" : "unbanned", peerId: outcome.peerId })),
+          Effect.zipRight(
+            events.publish({ type: banned ? "banned" : "unbanned", peerId: outcome.peerId, sequence: version }),
+          ),
           Effect.as(outcome),
         )
 

@@ -41,6 +41,25 @@ const toNode = (row: typeof NodeRow.Type): Node => ({
   bannedAt: row.banned_at ?? undefined,
 })
 
+const toRow = (node: Node) => ({
+  peer_id: node.peerId,
+  public_key: toBlob(node.publicKey),
+  role: node.role,
+  labels_json: JSON.stringify(node.labels),
+  enrollment_type: node.enrollmentType,
+  identity_json: node.identity === undefined ? null : JSON.stringify(node.identity),
+  identity_key: node.identity === undefined ? null : identityKey(node.identity),
+  owner_id: node.ownerId ?? null,
+  autonomous_recovery: toBool(node.autonomousRecovery),
+  credential_digest: toBlob(node.credentialDigest),
+  credential_expires_at: node.credentialExpiresAt,
+  session_expires_at: node.sessionExpiresAt ?? null,
+  enrolled_at: node.enrolledAt,
+  refreshed_at: node.refreshedAt ?? null,
+  banned: toBool(node.banned),
+  banned_at: node.bannedAt ?? null,
+})
+
 export const COLUMNS = `peer_id, public_key, role, labels_json, enrollment_type, identity_json, owner_id,
   autonomous_recovery, credential_digest, credential_expires_at, session_expires_at, enrolled_at, refreshed_at,
   banned, banned_at`
@@ -73,31 +92,37 @@ export const layer = Layer.effect(
         ),
       find: (peerId) => findOne(peerId).pipe(Effect.map(Option.map(toNode)), Effect.orDie),
 
-      save: (node) => {
-        const row = {
-          peer_id: node.peerId,
-          public_key: toBlob(node.publicKey),
-          role: node.role,
-          labels_json: JSON.stringify(node.labels),
-          enrollment_type: node.enrollmentType,
-          identity_json: node.identity === undefined ? null : JSON.stringify(node.identity),
-          identity_key: node.identity === undefined ? null : identityKey(node.identity),
-          owner_id: node.ownerId ?? null,
-          autonomous_recovery: toBool(node.autonomousRecovery),
-          credential_digest: toBlob(node.credentialDigest),
-          credential_expires_at: node.credentialExpiresAt,
-          session_expires_at: node.sessionExpiresAt ?? null,
-          enrolled_at: node.enrolledAt,
-          refreshed_at: node.refreshedAt ?? null,
-          banned: toBool(node.banned),
-          banned_at: node.bannedAt ?? null,
-        }
-        const { peer_id: _, ...updates } = row
-        return sql`INSERT INTO nodes ${sql.insert(row)}
-          ON CONFLICT (peer_id) DO UPDATE SET ${sql.update(updates)}`.pipe(
-          Effect.asVoid,
+      create: (node) => {
+        const row = toRow(node)
+        return sql`INSERT INTO nodes ${sql.insert(row)} ON CONFLICT (peer_id) DO NOTHING RETURNING peer_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
           Effect.orDie,
-          Effect.withSpan("Nodes.save"),
+          Effect.withSpan("Nodes.create"),
+        )
+      },
+
+      reissue: (r) =>
+        sql`UPDATE nodes SET credential_digest = ${toBlob(r.digest)}, credential_expires_at = ${r.expiresAt},
+            refreshed_at = ${r.now}
+          WHERE peer_id = ${r.peerId} AND banned = ${toBool(false)} AND enrollment_type = 'bootstrap'
+            AND role = ${r.role}
+          RETURNING peer_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie,
+        ),
+
+      reregister: (node) => {
+        const row = toRow(node)
+        return sql`UPDATE nodes SET role = ${row.role}, labels_json = ${row.labels_json},
+            identity_json = ${row.identity_json}, credential_digest = ${row.credential_digest},
+            credential_expires_at = ${row.credential_expires_at}, session_expires_at = ${row.session_expires_at},
+            enrolled_at = ${row.enrolled_at}, refreshed_at = NULL
+          WHERE peer_id = ${row.peer_id} AND banned = ${toBool(false)} AND enrollment_type = 'oidc'
+            AND identity_key = ${row.identity_key}
+          RETURNING peer_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.orDie,
+          Effect.withSpan("Nodes.reregister"),
         )
       },
 
@@ -115,7 +140,9 @@ export const layer = Layer.effect(
       rotateCredential: (r) =>
         sql`UPDATE nodes SET credential_digest = ${toBlob(r.digest)}, credential_expires_at = ${r.expiresAt},
             refreshed_at = ${r.now}
-          WHERE peer_id = ${r.peerId} AND credential_digest = ${toBlob(r.previousDigest)} RETURNING peer_id`.pipe(
+          WHERE peer_id = ${r.peerId} AND credential_digest = ${toBlob(r.previousDigest)}
+            AND banned = ${toBool(false)}
+          RETURNING peer_id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie,
         ),

@@ -6,7 +6,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { Clock, Duration, Effect, Layer, Runtime } from "effect"
-import type * as Token from "../../domain/BootstrapToken.js"
+import * as Token from "../../domain/BootstrapToken.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { Leases } from "../../services/routers/Leases.js"
@@ -46,8 +46,12 @@ export const layer = Layer.scopedDiscard(
         max_usages: number
         expires_at: number
         revoked_at: number | null
+        owner_banned: number
       }>`
-        SELECT usages_count, max_usages, expires_at, revoked_at FROM bootstrap_tokens`
+        SELECT t.usages_count, t.max_usages, t.expires_at, t.revoked_at,
+          CASE WHEN EXISTS (SELECT 1 FROM banned_identities b WHERE b.identity_key = t.owner_id) THEN 1 ELSE 0 END
+            AS owner_banned
+        FROM bootstrap_tokens t`
       const requestRows = yield* sql<{
         status: string
         n: number
@@ -65,15 +69,13 @@ export const layer = Layer.scopedDiscard(
       for (const lease of live) routerPeers.set({ router: lease.peerId }, lease.connectedPeers.length)
       const byState: Record<Token.State, number> = { active: 0, revoked: 0, expired: 0, exhausted: 0, disabled: 0 }
       for (const t of tokenRows) {
-        const state =
-          t.revoked_at !== null
-            ? "revoked"
-            : now >= t.expires_at
-              ? "expired"
-              : t.usages_count >= t.max_usages
-                ? "exhausted"
-                : "active"
-        byState[state]++
+        const token = {
+          revokedAt: t.revoked_at ?? undefined,
+          expiresAt: Number(t.expires_at),
+          usagesCount: Number(t.usages_count),
+          maxUsages: Number(t.max_usages),
+        }
+        byState[Token.stateOf(token, now, Number(t.owner_banned) === 1)]++
       }
       for (const [state, n] of Object.entries(byState)) tokens.set({ state }, n)
       requests.reset()

@@ -1,6 +1,7 @@
 /** Policy over SQL: one row holding the document as JSON and its version. */
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Clock, Effect, Either, Layer, Option, Schema } from "effect"
+import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { BadRequest } from "../../domain/Errors.js"
 import * as PolicyRules from "../../domain/Policy.js"
 import { MeshEvents } from "../../services/events/MeshEvents.js"
@@ -30,6 +31,7 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const audit = yield* Audit
     const events = yield* MeshEvents
+    const config = yield* ControlPlaneConfig
     const select = SqlSchema.findOne({
       Request: Schema.Void,
       Result: PolicyRow,
@@ -47,7 +49,7 @@ export const layer = Layer.effect(
 
     const replace = (document: PolicyRules.Document, actor: Actor) =>
       Effect.gen(function* () {
-        const valid = yield* Either.match(PolicyRules.validate(document), {
+        const valid = yield* Either.match(PolicyRules.validate(document, config.issuers), {
           onLeft: (reason) => Effect.fail(new BadRequest({ message: `invalid policy: ${reason}` })),
           onRight: Effect.succeed,
         })
@@ -69,7 +71,7 @@ export const layer = Layer.effect(
       }).pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
-        Effect.tap(() => events.publish({ type: "policy_update" })),
+        Effect.tap((snapshot) => events.publish({ type: "policy_update", sequence: snapshot.version })),
         Effect.withSpan("Policy.replace"),
       )
 

@@ -4,7 +4,7 @@
  * listener. Bans learned from /info drop connections too, at each sync.
  */
 import { readFile } from "node:fs/promises"
-import { Clock, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Clock, Effect, Layer, Option, Redacted, Runtime, Schedule } from "effect"
 import { RouterConfig, type RouterSettings } from "../../config/RouterConfig.js"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Membership } from "../../services/member/Membership.js"
@@ -60,7 +60,9 @@ const upkeep = Layer.scopedDiscard(
       "When this router's credential expires.",
     )
     const banned = metrics.gauge("mesh_router_banned_peers", "Peers this router knows to be banned.")
-    const runSync = Effect.runSync
+    // The scrape callback runs outside any fiber: it runs its effects on this layer's runtime (its Clock, logger and
+    // services), never on the default one.
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
     metrics.beforeScrape(() => {
       const state = runSync(Effect.all([mesh.peers, member.credentialExpiresAt, member.banned]))
       peers.set({}, state[0].length)

@@ -21,7 +21,8 @@ export interface BootstrapEnrollRequest {
 }
 
 export type EnrollOutcome =
-  | { readonly status: "approved"; readonly requestId: string; readonly credential: Minted }
+  /** Without a credential when a poll finds it already collected. */
+  | { readonly status: "approved"; readonly requestId: string; readonly credential: Minted | undefined }
   | { readonly status: "pending"; readonly requestId: string }
   | { readonly status: "rejected"; readonly requestId: string }
 
@@ -34,9 +35,12 @@ export interface StatusQuery {
 export interface EnrollmentService {
   readonly enroll: (
     request: BootstrapEnrollRequest,
-  ) => Effect.Effect<EnrollOutcome, BadRequest | Unauthorized | Forbidden | Gone>
-  /** The state of a peer's request; an approved request yields a fresh credential. Any auth failure is a 401. */
-  readonly status: (query: StatusQuery) => Effect.Effect<EnrollOutcome, Unauthorized | Forbidden>
+  ) => Effect.Effect<EnrollOutcome, BadRequest | Unauthorized | Forbidden | Gone | Conflict>
+  /**
+   * The state of a peer's request. The credential of an approval is released by the first poll after it, and never
+   * again: later polls report the state only. Each poll's proof is single-use. Any auth failure is a 401.
+   */
+  readonly status: (query: StatusQuery) => Effect.Effect<EnrollOutcome, Unauthorized | Forbidden | Conflict>
   readonly pending: Effect.Effect<ReadonlyArray<EnrollmentRequest>>
   readonly approve: (id: string, by: string) => Effect.Effect<EnrollmentRequest, NotFound | Conflict | Gone | Forbidden>
   readonly reject: (id: string, by: string) => Effect.Effect<EnrollmentRequest, NotFound | Conflict>
@@ -52,6 +56,9 @@ export const messages = {
   ownerBanned: "the owner of the bootstrap token is banned",
   nodeBanned: "node is banned",
   otherRole: "node is enrolled with another role",
+  oidcNode: "node is enrolled through OIDC; refresh or register again",
+  alreadyEnrolled: "the peer is already enrolled; reject the request",
+  collected: "the credential was already collected; enroll again with the bootstrap token",
   resolved: "enrollment request is already resolved",
   noRequest: "no such enrollment request",
 } as const

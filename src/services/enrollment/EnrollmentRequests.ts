@@ -10,6 +10,8 @@ export interface EnrollmentRequestsService {
   readonly save: (request: EnrollmentRequest) => Effect.Effect<void>
   /** Moves a pending request to `status`; false when it was not pending any more (resolved by someone else). */
   readonly resolve: (id: string, status: "approved" | "rejected", by: string, now: number) => Effect.Effect<boolean>
+  /** Marks an approved request's credential released; false when it already was (or the request is not approved). */
+  readonly release: (id: string, now: number) => Effect.Effect<boolean>
 }
 
 export class EnrollmentRequests extends Context.Tag("mesh/EnrollmentRequests")<

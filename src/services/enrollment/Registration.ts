@@ -4,7 +4,7 @@
  * session (how long the machine may keep refreshing) lasts `--oidc-session-ttl`.
  */
 import { Context, type Effect } from "effect"
-import type { BadRequest, Forbidden, Unauthorized, Unavailable } from "../../domain/Errors.js"
+import type { BadRequest, Conflict, Forbidden, Unauthorized, Unavailable } from "../../domain/Errors.js"
 import type { Minted } from "../identity/Credentials.js"
 
 export interface RegisterRequest {
@@ -20,7 +20,7 @@ export interface RegisterRequest {
 export interface RegistrationService {
   readonly register: (
     request: RegisterRequest,
-  ) => Effect.Effect<Minted, BadRequest | Unauthorized | Forbidden | Unavailable>
+  ) => Effect.Effect<Minted, BadRequest | Unauthorized | Forbidden | Unavailable | Conflict>
 }
 
 export class Registration extends Context.Tag("mesh/Registration")<Registration, RegistrationService>() {}

@@ -8,7 +8,9 @@ import type {
   BootstrapEnrollResponse,
   ControlPlaneInfoResponse,
   EnrollResponse,
+  PolicyConfigGetResponse,
   RouterLeaseResponse,
+  ServiceInfo,
   TokenRefreshResponse,
 } from "../../gen/mesh_pb.js"
 
@@ -55,6 +57,13 @@ export interface ControlPlaneClientService {
   /** The raw /keys body, for KeySet.verify. */
   readonly keys: Effect.Effect<Uint8Array, ControlPlaneError>
   readonly info: Effect.Effect<ControlPlaneInfoResponse, ControlPlaneError>
+  /** GET /policies as an admitted node: the mesh policy the serving side of a node enforces. */
+  readonly policies: (credential: Uint8Array) => Effect.Effect<PolicyConfigGetResponse, ControlPlaneError>
+  /** POST /nodes/catalog: what this node publishes, for the operator's console (display only). */
+  readonly reportCatalog: (
+    credential: Uint8Array,
+    services: ReadonlyArray<Pick<ServiceInfo, "type" | "name" | "description">>,
+  ) => Effect.Effect<void, ControlPlaneError>
   readonly lease: (
     signer: Signer,
     credential: Uint8Array,

@@ -19,6 +19,8 @@ export interface MembershipOptions {
   readonly dataDir: Option.Option<string>
   /** How often keys and bans are re-read from the control plane; well within the key grace period. */
   readonly syncInterval: Duration.Duration
+  /** Spread each sync by up to a tenth more, so a fleet started together does not ask in step. */
+  readonly jitter?: boolean
 }
 
 export interface MembershipService {

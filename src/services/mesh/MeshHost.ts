@@ -3,7 +3,9 @@
  * `/mesh/auth/1.0.0` handshake. Only peers whose control-plane credential verified get relay reservations, DHT answers
  * and gossip; everyone else is refused and disconnected.
  */
+import type { Connection, Stream as Libp2pStream } from "@libp2p/interface"
 import { Context, Data, type Effect, type Option, type Stream } from "effect"
+import type { Identity } from "../../crypto/Biscuit.js"
 import type { MeshLibp2p } from "../../p2p/Libp2pHost.js"
 
 /** What the host trusts right now; its owner (router or node) keeps it fresh from /keys, /info and mesh events. */
@@ -18,6 +20,8 @@ export interface AuthenticatedPeer {
   readonly peerId: string
   readonly role: string
   readonly labels: Readonly<Record<string, string>>
+  /** The OIDC identity behind the peer, for enrollments that had one. */
+  readonly identity?: Identity
   readonly expiresAtMs: number
   readonly keyId: number
   readonly credential: Uint8Array
@@ -33,11 +37,26 @@ export interface MeshHostService {
   /** Connected and authenticated peers. */
   readonly peers: Effect.Effect<ReadonlyArray<AuthenticatedPeer>>
   readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
+  /** Completes at the next change of who is connected or authenticated; watchers re-read `peers` then. */
+  readonly nextChange: Effect.Effect<void>
   /** Dials and authenticates; fails if the remote refuses us or presents no valid credential (or lacks `requireRole`). */
   readonly dial: (
     address: string,
     options?: { readonly requireRole?: string },
   ) => Effect.Effect<AuthenticatedPeer, MeshDialError>
+  /**
+   * The peer, authenticated: over a connection already open, else dialed by its id (first at the addresses this host
+   * knows for it, then through the relay of each connected router) and handshaken. Banned peers are refused.
+   */
+  readonly connect: (peerId: string) => Effect.Effect<AuthenticatedPeer, MeshDialError>
+  /**
+   * A new stream for `protocol` on an authenticated connection to the peer, connecting first when there is none.
+   * Direct connections are preferred; relayed (limited) ones are used when nothing else is open.
+   */
+  readonly openStream: (
+    peerId: string,
+    protocol: string,
+  ) => Effect.Effect<{ readonly stream: Libp2pStream; readonly connection: Connection }, MeshDialError>
   /**
    * Listens on one more address after start; on a node, `<router address>/p2p-circuit` reserves a slot on that
    * router's relay. Fails when the relay refuses the reservation (it does until we are authenticated there).

@@ -10,6 +10,8 @@ import m0003 from "./0003_nodes.js"
 import m0004 from "./0004_enrollment.js"
 import m0005 from "./0005_operations.js"
 import m0006 from "./0006_challenge_replays.js"
+import m0007 from "./0007_credential_release.js"
+import m0008 from "./0008_ban_version.js"
 
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_control_plane_meta": m0001,
@@ -18,4 +20,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0004_enrollment": m0004,
   "0005_operations": m0005,
   "0006_challenge_replays": m0006,
+  "0007_credential_release": m0007,
+  "0008_ban_version": m0008,
 }

@@ -1,0 +1,19 @@
+/**
+ * Every goal the benchmarks check, in one place: a benchmark reads its goal from here and states none of its own,
+ * so raising or relaxing a target is one reviewed line. Ratios are figure / baseline as each benchmark defines them.
+ */
+export const goals = {
+  /** Auto-approved enrollments per second, as a share of the crypto-bound ceiling. */
+  enroll: { sqlite: 0.7, postgres: 0.5 },
+  /** Refreshes per second as a share of the crypto-bound ceiling, and p99 with 100k nodes over p99 with 1k. */
+  refresh: { sqlite: 0.7, postgres: 0.5, p99GrowthAt100k: 1.5 },
+  /** /info and /keys throughput as a share of a bare node:http server answering the same bytes. */
+  infoKeys: { shareOfBare: 0.3 },
+  /** Stream open + 1 KiB echo between mesh hosts over the same between bare libp2p peers. */
+  mesh: { overBare: 1.1 },
+  /**
+   * The proxy: what it adds to a small request (proxy p50 − direct p50) over one bare stream open + 1 KiB echo
+   * between the same hosts, and the throughput of 1 MiB bodies through it, in MiB/s.
+   */
+  proxy: { overheadOverStream: 1.5, largeBodyMiBps: 100 },
+} as const

@@ -1,0 +1,65 @@
+/**
+ * `mesh-node join`: enrolls this machine (bootstrap token or OIDC ID token), stores its key and credential in the
+ * data folder and reports what it got. A running node waiting for a login picks the new identity up by itself.
+ */
+import { readFile } from "node:fs/promises"
+import { Command } from "@effect/cli"
+import { Console, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import * as Labels from "../../domain/Labels.js"
+import { NODE_ROLE } from "../../domain/Policy.js"
+import * as Logging from "../../layers/Logging.js"
+import * as ControlPlaneClientLive from "../../layers/member/ControlPlaneClientLive.js"
+import * as MembershipLive from "../../layers/member/MembershipLive.js"
+import { Membership } from "../../services/member/Membership.js"
+import * as Flag from "../flags.js"
+import { UsageError } from "../run.js"
+import * as NodeFlags from "./flags.js"
+
+const flags = {
+  controlPlane: NodeFlags.controlPlane,
+  dataDir: NodeFlags.dataDir,
+  bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
+  jwtPath: NodeFlags.jwtPath,
+  role: Flag.text("role", { env: "MESH_ROLE", fallback: NODE_ROLE, description: "Role to request." }),
+  labels: Flag.text("labels", {
+    env: "MESH_LABELS",
+    fallback: "",
+    description: "Labels to attest, as k=v[,k=v]; the policy must allow them.",
+  }),
+  logLevel: Flag.logLevel,
+}
+
+export const join = Command.make("join", flags, (f) =>
+  Effect.gen(function* () {
+    const url = yield* Option.match(f.controlPlane, {
+      onNone: () => Effect.fail(new UsageError({ message: "--control-plane is required (or MESH_CONTROL_PLANE)" })),
+      onSome: Effect.succeed,
+    })
+    const labels = yield* Either.match(Labels.parseList(f.labels), {
+      onLeft: (reason) => Effect.fail(new UsageError({ message: `--labels: ${reason}` })),
+      onRight: Effect.succeed,
+    })
+    const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
+      ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
+      : Option.none()
+    const membership = MembershipLive.layer({
+      role: f.role,
+      labels,
+      bootstrapToken,
+      idToken: Option.map(f.jwtPath, (path) =>
+        Effect.tryPromise(() => readFile(path, "utf8")).pipe(Effect.map((text) => Redacted.make(text.trim()))),
+      ),
+      dataDir: Option.some(f.dataDir),
+      syncInterval: Duration.minutes(5),
+    }).pipe(Layer.provide(ControlPlaneClientLive.layer(url)))
+    yield* Effect.gen(function* () {
+      const member = yield* Membership
+      const expires = new Date(yield* member.credentialExpiresAt).toISOString()
+      yield* Console.log(`joined the mesh at ${url}`)
+      yield* Console.log(`  peer id      ${member.peerId}`)
+      yield* Console.log(`  role         ${f.role}`)
+      yield* Console.log(`  credential   valid until ${expires}`)
+      yield* Console.log(`  stored in    ${f.dataDir}`)
+    }).pipe(Effect.provide(membership))
+  }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
+).pipe(Command.withDescription("Enroll this machine in the mesh and store its identity."))

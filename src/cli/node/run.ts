@@ -1,0 +1,161 @@
+/**
+ * `mesh-node run`: joins the mesh (enrolling first when the data folder holds no identity and a bootstrap token or
+ * ID token is given) and serves the local API until stopped. Without an identity or a way to get one it still
+ * starts, serving only the login instructions, and picks up an identity that `join` writes meanwhile.
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs"
+import { join as joinPath } from "node:path"
+import { Command } from "@effect/cli"
+import { Effect, Either, Layer, Option } from "effect"
+import * as NodeConfig from "../../config/NodeConfig.js"
+import * as NodeFile from "../../domain/NodeFile.js"
+import * as Logging from "../../layers/Logging.js"
+import * as NodeLive from "../../layers/NodeLive.js"
+import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
+import * as Flag from "../flags.js"
+import { UsageError } from "../run.js"
+import * as NodeFlags from "./flags.js"
+
+const flags = {
+  controlPlane: NodeFlags.controlPlane,
+  dataDir: NodeFlags.dataDir,
+  config: Flag.optionalText("config", {
+    env: "MESH_CONFIG",
+    description: `Configuration file (labels, egress floor, services). Default: <data-dir>/${NodeConfig.defaults.configFile}; a missing default file means an empty configuration.`,
+  }),
+  listen: Flag.repeatable("listen", "MESH_LISTEN", `libp2p listen multiaddr. Default: ${NodeConfig.defaults.listen}.`),
+  bindAddr: Flag.text("bind-addr", {
+    env: "MESH_BIND_ADDR",
+    fallback: NodeConfig.defaults.bindAddress,
+    description: "host:port of the local API's TCP listener (API token required); empty disables it.",
+  }),
+  socketPath: Flag.optionalAllowEmpty("socket-path", {
+    env: "MESH_SOCKET_PATH",
+    description: `Unix socket of the local API (mode 0600, no token). Default: <data-dir>/${NodeConfig.defaults.socketFile}; empty disables it.`,
+  }),
+  tlsCert: Flag.optionalText("tls-cert", {
+    env: "MESH_TLS_CERT",
+    description: "PEM certificate: serve the TCP listener over TLS.",
+  }),
+  tlsKey: Flag.optionalText("tls-key", { env: "MESH_TLS_KEY", description: "PEM private key of --tls-cert." }),
+  tlsCa: Flag.optionalText("tls-ca", {
+    env: "MESH_TLS_CA",
+    description: "PEM CA: TCP clients must present a certificate it signed (mTLS), which replaces the API token.",
+  }),
+  metricsAddr: Flag.optionalText("metrics-addr", {
+    env: "MESH_METRICS_ADDR",
+    description: "host:port serving /metrics, /healthz and /readyz without authentication.",
+  }),
+  apiTokenPath: Flag.optionalText("api-token-path", {
+    env: "MESH_API_TOKEN_PATH",
+    description: `File holding the API token; else MESH_API_TOKEN; else <data-dir>/${NodeConfig.defaults.apiTokenFile}, created with a random token on first run.`,
+  }),
+  syncInterval: Flag.duration("control-plane-sync-interval", {
+    env: "MESH_CONTROL_PLANE_SYNC_INTERVAL",
+    fallback: NodeConfig.defaults.syncInterval,
+    description:
+      "How often keys, bans and the policy are re-read (jittered); keep it well within the key grace period.",
+  }),
+  bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
+  jwtPath: NodeFlags.jwtPath,
+  logLevel: Flag.logLevel,
+}
+
+type Flags = Command.Command.ParseConfig<typeof flags>
+
+const usage = (message: string) => new UsageError({ message })
+
+const address = (flag: string, value: string) =>
+  Either.match(Flag.parseListenAddress(flag, value), {
+    onLeft: (message) => Effect.fail(usage(message)),
+    onRight: Effect.succeed,
+  })
+
+/** The configuration file, decoded; a missing file is an empty configuration unless it was named explicitly. */
+const readConfig = (path: string, explicit: boolean) =>
+  Effect.gen(function* () {
+    if (!existsSync(path)) {
+      return explicit ? yield* usage(`--config ${path}: no such file`) : NodeFile.empty
+    }
+    const text = yield* Effect.try({
+      try: () => readFileSync(path, "utf8"),
+      catch: (cause) => usage(`--config ${path}: ${(cause as NodeJS.ErrnoException).code ?? "unreadable"}`),
+    })
+    return yield* Either.match(NodeFile.parse(text), {
+      onLeft: (reason) => Effect.fail(usage(`${path}: ${reason}`)),
+      onRight: Effect.succeed,
+    })
+  })
+
+const readable = (flag: string, path: string) =>
+  existsSync(path) ? Effect.succeed(path) : Effect.fail(usage(`--${flag} ${path}: no such file`))
+
+export const settingsFromFlags = (f: Flags) =>
+  Effect.gen(function* () {
+    mkdirSync(f.dataDir, { recursive: true, mode: 0o700 })
+    const configPath = Option.getOrElse(f.config, () => joinPath(f.dataDir, NodeConfig.defaults.configFile))
+    const file = yield* readConfig(configPath, Option.isSome(f.config))
+    const bindAddress = f.bindAddr.trim() === "" ? Option.none() : Option.some(yield* address("bind-addr", f.bindAddr))
+    const socketPath = Option.match(f.socketPath, {
+      onNone: () => Option.some(NodeConfig.socketPathIn(f.dataDir)),
+      onSome: (path) => (path.trim() === "" ? Option.none() : Option.some(path)),
+    })
+    if (Option.isSome(f.tlsCa) && (Option.isNone(f.tlsCert) || Option.isNone(f.tlsKey))) {
+      return yield* usage("--tls-ca needs --tls-cert and --tls-key (the listener must be TLS to verify clients)")
+    }
+    if (Option.isSome(f.tlsCert) !== Option.isSome(f.tlsKey)) {
+      return yield* usage("--tls-cert and --tls-key go together")
+    }
+    const tls =
+      Option.isSome(f.tlsCert) && Option.isSome(f.tlsKey)
+        ? Option.some({
+            certPath: yield* readable("tls-cert", f.tlsCert.value),
+            keyPath: yield* readable("tls-key", f.tlsKey.value),
+            caPath: Option.isSome(f.tlsCa) ? Option.some(yield* readable("tls-ca", f.tlsCa.value)) : Option.none(),
+          })
+        : Option.none()
+    const metricsAddress = Option.isSome(f.metricsAddr)
+      ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
+      : Option.none()
+    const token = yield* ApiTokenLive.resolve({
+      path: f.apiTokenPath,
+      fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
+      dataDir: f.dataDir,
+    }).pipe(Effect.mapError((error) => usage(error.reason)))
+    return NodeConfig.make({
+      controlPlaneUrl: f.controlPlane,
+      dataDir: f.dataDir,
+      listen: yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [NodeConfig.defaults.listen]),
+      bindAddress,
+      socketPath,
+      tls,
+      metricsAddress,
+      apiToken: token.token,
+      apiTokenPath: token.path,
+      syncInterval: f.syncInterval,
+      bootstrapToken: Option.isSome(f.bootstrapTokenPath)
+        ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
+        : Option.none(),
+      jwtPath: f.jwtPath,
+      file,
+      logLevel: f.logLevel,
+    })
+  })
+
+export const run = Command.make("run", flags, (f) =>
+  Effect.gen(function* () {
+    const settings = yield* settingsFromFlags(f)
+    yield* Effect.logInfo("starting node").pipe(
+      Effect.annotateLogs({
+        data_dir: settings.dataDir,
+        bind_addr: Option.getOrElse(
+          Option.map(settings.bindAddress, (a) => `${a.host}:${a.port}`),
+          () => "off",
+        ),
+        socket: Option.getOrElse(settings.socketPath, () => "off"),
+        services: settings.file.services.length,
+      }),
+    )
+    return yield* Layer.launch(NodeLive.layer(settings))
+  }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
+).pipe(Command.withDescription("Join the mesh and serve the local API to the agents on this machine."))

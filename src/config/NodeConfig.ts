@@ -1,0 +1,70 @@
+/**
+ * The node's settings, one field per flag of `mesh-node run`, plus the decoded configuration file. The CLI fills it
+ * from flags, environment and the file; the in-process harness fills it directly. Defaults live here only.
+ */
+import { join } from "node:path"
+import { Context, Duration, LogLevel, Option, type Redacted } from "effect"
+import * as NodeFile from "../domain/NodeFile.js"
+import type { ListenAddress } from "./ControlPlaneConfig.js"
+
+export interface TlsSettings {
+  readonly certPath: string
+  readonly keyPath: string
+  /** With a CA, clients must present a certificate it signed, which then replaces the API token. */
+  readonly caPath: Option.Option<string>
+}
+
+export interface NodeSettings {
+  /** Where to enroll and sync; else the URL recorded by `join` in the data folder. */
+  readonly controlPlaneUrl: Option.Option<string>
+  readonly dataDir: string
+  /** libp2p listen multiaddrs. */
+  readonly listen: ReadonlyArray<string>
+  /** The local API's TCP listener; none disables it. */
+  readonly bindAddress: Option.Option<ListenAddress>
+  /** The local API's Unix socket (mode 0600, no token); none disables it. */
+  readonly socketPath: Option.Option<string>
+  readonly tls: Option.Option<TlsSettings>
+  /** `/metrics`, `/healthz`, `/readyz` without authentication. */
+  readonly metricsAddress: Option.Option<ListenAddress>
+  /** The API token local callers present on TCP. */
+  readonly apiToken: Redacted.Redacted<string>
+  /** Where the API token lives, for instructions (never the token itself); none when it came from the environment. */
+  readonly apiTokenPath: Option.Option<string>
+  /** How often keys, bans and the policy are re-read (jittered by a tenth). */
+  readonly syncInterval: Duration.Duration
+  readonly bootstrapToken: Option.Option<Redacted.Redacted<string>>
+  readonly jwtPath: Option.Option<string>
+  readonly file: NodeFile.NodeFile
+  readonly logLevel: LogLevel.LogLevel
+}
+
+export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
+
+export const defaults = {
+  dataDir: ".mesh-node",
+  configFile: "mesh-node.yaml",
+  listen: "/ip4/0.0.0.0/tcp/0",
+  bindAddress: "127.0.0.1:8080",
+  socketFile: "mesh.sock",
+  apiTokenFile: "api-token",
+  syncInterval: "15m",
+} as const
+
+export const socketPathIn = (dataDir: string) => join(dataDir, defaults.socketFile)
+
+export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "dataDir" | "apiToken">): NodeSettings => ({
+  controlPlaneUrl: Option.none(),
+  listen: ["/ip4/127.0.0.1/tcp/0"],
+  bindAddress: Option.none(),
+  socketPath: Option.none(),
+  tls: Option.none(),
+  metricsAddress: Option.none(),
+  apiTokenPath: Option.none(),
+  syncInterval: Duration.minutes(15),
+  bootstrapToken: Option.none(),
+  jwtPath: Option.none(),
+  file: NodeFile.empty,
+  logLevel: LogLevel.Info,
+  ...overrides,
+})

@@ -1,0 +1,202 @@
+/**
+ * How a request travels to a service on a peer (`/mesh/<peer>/<type>/<name>/<path>`), as pure rules: which paths are
+ * refused, which headers cross each hop and what each hop adds. The caller's node and the serving node both apply
+ * the path rule; headers are cleaned on both sides because neither trusts what the other side's client sent.
+ */
+import { Either } from "effect"
+import { SERVICE_TYPES, type ServiceType } from "./NodeFile.js"
+
+export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+export type OutgoingHeaders = Record<string, string | Array<string>>
+
+/** Same rule as a service name in `mesh-node.yaml`. */
+const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+/** How many rounds of percent-decoding are looked through: `%252e%252e` is `..` to a server that decodes twice. */
+const DECODE_ROUNDS = 3
+
+/**
+ * Refuses a raw path (no query) holding a `..` segment, written plainly or percent-encoded (`%2e%2e`, `.%2E`, and
+ * `..%2f` whose decoded slash would make one), or that does not decode at all.
+ */
+export const checkPath = (rawPath: string): Either.Either<void, string> => {
+  let text = rawPath
+  for (let round = 0; round <= DECODE_ROUNDS; round++) {
+    if (text.split(/[/\\]/).some((segment) => segment === "..")) {
+      return Either.left("path segments '..' are refused, encoded or not")
+    }
+    if (!text.includes("%")) return Either.void
+    try {
+      text = decodeURIComponent(text)
+    } catch {
+      return Either.left("path is not valid percent-encoding")
+    }
+  }
+  return Either.void
+}
+
+export const isServiceType = (text: string): text is ServiceType =>
+  (SERVICE_TYPES as ReadonlyArray<string>).includes(text)
+
+/** The type and name segments of a proxy path, raw. */
+export const checkService = (type: string, name: string): Either.Either<ServiceType, string> =>
+  !isServiceType(type)
+    ? Either.left(`unknown service type: use ${SERVICE_TYPES.join(", ")}`)
+    : !SERVICE_NAME.test(name)
+      ? Either.left("service name must be 1-64 letters, digits, '.', '_' or '-'")
+      : Either.right(type)
+
+/** Headers that describe one connection, not the message (RFC 9110 §7.6.1), plus `Expect`, which each hop answers. */
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "expect",
+])
+
+/** Copies the headers a message carries end to end: hop-by-hop ones and those `Connection` names are left out. */
+export const endToEnd = (headers: Headers, drop: ReadonlySet<string> = new Set()): OutgoingHeaders => {
+  const connection = headers.connection
+  const named = new Set(
+    (typeof connection === "string" ? [connection] : (connection ?? []))
+      .flatMap((v) => v.split(","))
+      .map((t) => t.trim().toLowerCase()),
+  )
+  const out: OutgoingHeaders = {}
+  for (const [name, value] of Object.entries(headers)) {
+    const key = name.toLowerCase()
+    if (value === undefined || HOP_BY_HOP.has(key) || named.has(key) || drop.has(key)) continue
+    out[key] = typeof value === "string" ? value : [...value]
+  }
+  return out
+}
+
+/** Headers only a node may set on a forwarded request; whatever a client sent under these names is dropped. */
+const NODE_SET = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix"]
+const PEER_FACTS = ["x-mesh-peer-id", "x-mesh-peer-role", "x-mesh-peer-labels"]
+
+export const REQUIRED_LABELS = "x-mesh-required-labels"
+
+/** What the local client's request looked like, for the serving side (card rewrite, X-Forwarded-*). */
+export interface Origin {
+  /** The Host the local client used. */
+  readonly host: string
+  readonly proto: "http" | "https"
+  /** The proxy path of the service itself: `/mesh/<peer>/<type>/<name>`. */
+  readonly prefix: string
+}
+
+/**
+ * The caller's node to the peer: the client's end-to-end headers (Authorization included) without the label
+ * requirement, cookies (every cookie the client holds for the node's address is the node's: proxied services share
+ * that origin, so passing them on would hand one service another's cookies) and node-set headers; then where the
+ * request came from.
+ */
+export const toPeer = (headers: Headers, origin: Origin | undefined): OutgoingHeaders => {
+  const out = endToEnd(
+    headers,
+    new Set([REQUIRED_LABELS, "x-mesh-authentication", "cookie", ...NODE_SET, ...PEER_FACTS]),
+  )
+  if (origin !== undefined) {
+    out.host = origin.host
+    out["x-forwarded-host"] = origin.host
+    out["x-forwarded-proto"] = origin.proto
+    out["x-forwarded-prefix"] = origin.prefix
+  }
+  return out
+}
+
+/** The caller as the serving side verified it: the authenticated peer of the connection. */
+export interface Caller {
+  readonly peerId: string
+  readonly role: string
+  readonly labels: Readonly<Record<string, string>>
+}
+
+const FORWARDED_VALUE = /^[\x21-\x7e]{1,255}$/
+
+/** An `X-Forwarded-*` value the caller's node sent, if it is plain printable text. */
+const forwardedValue = (headers: Headers, name: string): string | undefined => {
+  const value = headers[name]
+  return typeof value === "string" && FORWARDED_VALUE.test(value) ? value : undefined
+}
+
+/** The origin the caller's node reported, when it reported a whole one. */
+export const originOf = (headers: Headers): Origin | undefined => {
+  const host = forwardedValue(headers, "x-forwarded-host")
+  const proto = forwardedValue(headers, "x-forwarded-proto")
+  const prefix = forwardedValue(headers, "x-forwarded-prefix")
+  if (host === undefined || prefix === undefined || !prefix.startsWith("/")) return undefined
+  return { host, proto: proto === "https" ? "https" : "http", prefix }
+}
+
+/**
+ * The serving node to the backend: the end-to-end headers with `Host` set to the backend (its DNS-rebinding checks
+ * expect that), what the caller's node said of the original request, and the verified caller in `X-Mesh-Peer-*`.
+ * `X-Forwarded-For` names the calling peer: on the mesh, its peer id is its address.
+ */
+export const toBackend = (headers: Headers, caller: Caller, backendHost: string): OutgoingHeaders => {
+  const origin = originOf(headers)
+  const out = endToEnd(headers, new Set(["host", ...NODE_SET, ...PEER_FACTS]))
+  out.host = backendHost
+  out["x-forwarded-for"] = caller.peerId
+  out["x-forwarded-proto"] = origin?.proto ?? "http"
+  if (origin !== undefined) {
+    out["x-forwarded-host"] = origin.host
+    out["x-forwarded-prefix"] = origin.prefix
+  }
+  out["x-mesh-peer-id"] = caller.peerId
+  out["x-mesh-peer-role"] = caller.role
+  const labels = Object.entries(caller.labels)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",")
+  if (labels.length > 0) out["x-mesh-peer-labels"] = labels
+  return out
+}
+
+/** A response's headers on their way back: end to end only. */
+export const response = (headers: Headers): OutgoingHeaders => endToEnd(headers)
+
+/** A service's `target_url`, parsed once: where its requests go. */
+export interface Target {
+  readonly protocol: "http:" | "https:"
+  /** Without brackets for IPv6, as node:http wants it. */
+  readonly hostname: string
+  readonly port: string
+  /** `host[:port]`, for the Host header. */
+  readonly host: string
+  readonly path: string
+  /** The target's own query, without `?`. */
+  readonly query: string
+}
+
+export const target = (targetUrl: string): Target => {
+  const url = new URL(targetUrl)
+  return {
+    protocol: url.protocol === "https:" ? "https:" : "http:",
+    hostname: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port,
+    host: url.host,
+    path: url.pathname,
+    query: url.search.replace(/^\?/, ""),
+  }
+}
+
+/**
+ * The backend path of a request: the raw path below the service appended to the target's path, then the target's
+ * own query and the raw query. `/mcp` + `` is `/mcp`; `/` + `/v1/models` is `/v1/models`; `/a` + `/x`, `y=1` is
+ * `/a/x?y=1`. Nothing is decoded or re-encoded: the backend sees the bytes the client sent.
+ */
+export const backendPath = (to: Target, rawPath: string, rawQuery: string): string => {
+  const base = to.path.endsWith("/") && rawPath.startsWith("/") ? to.path.slice(0, -1) : to.path
+  const path = base + rawPath
+  const query = to.query.length > 0 && rawQuery.length > 0 ? `${to.query}&${rawQuery}` : to.query + rawQuery
+  return `${path.length === 0 ? "/" : path}${query.length > 0 ? `?${query}` : ""}`
+}

@@ -1,0 +1,102 @@
+/**
+ * The node's configuration file (`mesh-node.yaml`): the labels it asks to attest, the operator's egress floor and the
+ * services it publishes. Decoded strictly: an unknown key or a bad value is an error naming the key, never ignored,
+ * because a typo in a floor or a service would otherwise widen what the node allows without a word.
+ */
+import { Either, ParseResult, Schema } from "effect"
+import { parse as parseYaml } from "yaml"
+import * as Labels from "./Labels.js"
+
+export const SERVICE_TYPES = ["mcp", "inference", "a2a"] as const
+export type ServiceType = (typeof SERVICE_TYPES)[number]
+
+/** Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`). */
+const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+export const isServiceName = (name: string): boolean => SERVICE_NAME.test(name)
+
+const LabelMap = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+  Schema.filter((labels) => Either.match(Labels.validate(labels), { onLeft: (reason) => reason, onRight: () => true })),
+)
+
+const HttpUrl = Schema.String.pipe(
+  Schema.filter((text) => {
+    try {
+      const url = new URL(text)
+      return url.protocol === "http:" || url.protocol === "https:" ? true : "must be an http or https URL"
+    } catch {
+      return "must be an http or https URL"
+    }
+  }),
+)
+
+const ServiceEntry = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.filter((name) => SERVICE_NAME.test(name) || "must be 1-64 letters, digits, '.', '_' or '-'"),
+  ),
+  type: Schema.Literal(...SERVICE_TYPES).annotations({ message: () => `must be one of ${SERVICE_TYPES.join(", ")}` }),
+  description: Schema.optionalWith(Schema.String, { default: () => "" }),
+  target_url: Schema.optional(HttpUrl),
+  /** A stdio MCP server the node runs itself: argv, first the program. */
+  command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
+  env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+}).pipe(
+  Schema.filter((s) => {
+    if (s.command !== undefined && s.type !== "mcp")
+      return { path: ["command"], message: "only mcp services run a command" }
+    if ((s.command === undefined) === (s.target_url === undefined)) {
+      return { path: ["target_url"], message: "give exactly one of target_url or command" }
+    }
+    return true
+  }),
+)
+
+export const NodeFileSchema = Schema.Struct({
+  labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
+  egress: Schema.optionalWith(
+    Schema.Struct({ require_labels: Schema.optionalWith(LabelMap, { default: () => ({}) }) }),
+    { default: () => ({ require_labels: {} }) },
+  ),
+  services: Schema.optionalWith(Schema.Array(ServiceEntry), { default: () => [] }),
+}).pipe(
+  Schema.filter((file) => {
+    const seen = new Set<string>()
+    for (const [i, s] of file.services.entries()) {
+      const key = `${s.type}/${s.name}`
+      if (seen.has(key)) return { path: ["services", i, "name"], message: `duplicate ${s.type} service ${s.name}` }
+      seen.add(key)
+    }
+    return true
+  }),
+)
+
+export type NodeFile = typeof NodeFileSchema.Type
+export type ServiceSpec = NodeFile["services"][number]
+
+export const empty: NodeFile = { labels: {}, egress: { require_labels: {} }, services: [] }
+
+/** The first problem, as `key.path: reason`, one line. */
+const describeIssue = (error: ParseResult.ParseError): string => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  if (issue === undefined) return "invalid configuration"
+  const path = issue.path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+  const where = path.join("")
+  const message = issue.message.split("\n")[0] ?? "invalid"
+  return where.length > 0 ? `${where}: ${message}` : message
+}
+
+/** Parses YAML text; an empty document is the empty configuration. */
+export const parse = (text: string): Either.Either<NodeFile, string> => {
+  const document = Either.try({
+    try: () => parseYaml(text, { strict: true, uniqueKeys: true }) as unknown,
+    catch: (error) => `not valid YAML: ${(error as Error).message.split("\n")[0]}`,
+  })
+  return Either.flatMap(document, (value) =>
+    value === null || value === undefined
+      ? Either.right(empty)
+      : Either.mapLeft(
+          Schema.decodeUnknownEither(NodeFileSchema, { onExcessProperty: "error", errors: "first" })(value),
+          describeIssue,
+        ),
+  )
+}

@@ -1,0 +1,80 @@
+/**
+ * The asking side of `/mesh/catalog/1.0.0`: reach a provider (authenticating it first if this node has not yet),
+ * ask which services it publishes, and return them with the labels its credential attests.
+ */
+import { peerIdFromString } from "@libp2p/peer-id"
+import { Duration, Effect, Either, Exit, Option } from "effect"
+import { isServiceName, type ServiceType } from "../../domain/NodeFile.js"
+import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import * as CatalogProtocol from "../../p2p/CatalogProtocol.js"
+import type { AuthenticatedPeer, MeshHostService } from "../../services/mesh/MeshHost.js"
+
+const DIAL_TIMEOUT = Duration.seconds(10)
+const ASK_TIMEOUT = Duration.seconds(5)
+const CLOSE_TIMEOUT = Duration.seconds(1)
+
+export interface CatalogEntry {
+  readonly type: ServiceType
+  readonly name: string
+  readonly description: string
+}
+
+const describe = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
+
+/** The peer as authenticated on a connection we have, or by dialing it at the addresses the DHT gave. */
+export const reach = (host: MeshHostService, peerId: string): Effect.Effect<AuthenticatedPeer, string> =>
+  Effect.flatMap(host.peer(peerId), (known) =>
+    Option.isSome(known)
+      ? Effect.succeed(known.value)
+      : host.dial(`/p2p/${peerId}`).pipe(
+          Effect.mapError((error) => error.reason),
+          Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => "dial timed out" }),
+        ),
+  )
+
+/** The provider's published services of `type` (and `name`, when given). */
+export const ask = (
+  host: MeshHostService,
+  peerId: string,
+  type: ServiceType,
+  name: string | undefined,
+): Effect.Effect<ReadonlyArray<CatalogEntry>, string> =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise({
+      try: (signal) =>
+        host.libp2p.dialProtocol(peerIdFromString(peerId), CatalogProtocol.PROTOCOL, {
+          signal,
+          runOnLimitedConnection: true,
+        }),
+      catch: describe,
+    }),
+    (stream) =>
+      Effect.gen(function* () {
+        CatalogProtocol.writeFrame(
+          stream,
+          CatalogProtocol.encodeRequest({ type: ServiceKeys.toWire(type), name: name ?? "" }),
+        )
+        const bytes = yield* Effect.tryPromise({
+          try: (signal) => CatalogProtocol.readFrame(stream, signal),
+          catch: describe,
+        })
+        const response = yield* Either.mapLeft(CatalogProtocol.decodeResponse(bytes), (reason) => reason)
+        if (response.error.length > 0) return yield* Effect.fail("provider refused the catalog request")
+        // The answer is the provider's word: keep only what we asked for, in a shape we can show.
+        return response.services.flatMap((s): ReadonlyArray<CatalogEntry> => {
+          const listed = ServiceKeys.fromWire(s.type)
+          if (listed !== type || !isServiceName(s.name) || (name !== undefined && s.name !== name)) return []
+          return [{ type, name: s.name, description: s.description.slice(0, CatalogProtocol.MAX_DESCRIPTION) }]
+        })
+      }),
+    (stream, exit) => {
+      const abort = Effect.sync(() => stream.abort(new Error("catalog request ended")))
+      return Exit.isSuccess(exit)
+        ? Effect.tryPromise((signal) => stream.close({ signal })).pipe(
+            Effect.timeout(CLOSE_TIMEOUT),
+            Effect.catchAll(() => abort),
+          )
+        : abort
+    },
+  ).pipe(Effect.timeoutFail({ duration: ASK_TIMEOUT, onTimeout: () => "catalog request timed out" }))

@@ -1,0 +1,143 @@
+/**
+ * One probe per kind of backend: does it answer, and what keys does it serve? An MCP server over HTTP is initialized
+ * and asked for its tools (through the MCP SDK client, so any server the SDK speaks to counts), an inference backend
+ * for `GET /v1/models`, an a2a agent for its card. Each probe is bounded by PROBE_TIMEOUT. A stdio MCP server (a
+ * `command`) is not run by this node yet: its probe says so, and the service is never published.
+ *
+ * A backend that answers 401 or 403 is up: it wants the credential its callers send (the proxy passes
+ * `Authorization` through), which the node does not have. It counts as answering, with no keys.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Data, Duration, Effect, Either, Option, Schema } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import type { ServiceSpec } from "../../domain/NodeFile.js"
+import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
+import * as HttpGet from "../../http/HttpGet.js"
+
+export const PROBE_TIMEOUT = Duration.seconds(2)
+/** Keys kept per service; announcements carry fewer (ServiceKeys.MAX_ANNOUNCE_KEYS). */
+export const MAX_KEYS = 1024
+/** Leaving a session politely (DELETE) must not hold up the next probe. */
+const CLOSE_TIMEOUT = Duration.seconds(1)
+
+/** The backend did not answer as its kind should; `reason` is short and holds no response body. */
+export class ProbeFailed extends Data.TaggedError("ProbeFailed")<{ readonly reason: string }> {}
+
+/** This node cannot serve the backend (yet): no amount of retrying changes that. */
+export class ProbeUnsupported extends Data.TaggedError("ProbeUnsupported")<{ readonly reason: string }> {}
+
+export type ProbeError = ProbeFailed | ProbeUnsupported
+
+/** Where a service's requests go: a URL, or a program this node would run (stdio MCP). */
+export type Backend =
+  | { readonly _tag: "Http"; readonly url: string }
+  | { readonly _tag: "Command"; readonly argv: ReadonlyArray<string> }
+
+export const backendOf = (spec: ServiceSpec): Backend =>
+  spec.command !== undefined ? { _tag: "Command", argv: spec.command } : { _tag: "Http", url: spec.target_url ?? "" }
+
+/** `target` with `path` appended to its own path (a target may live under a prefix). */
+export const joinUrl = (target: string, path: string): string => {
+  const url = new URL(target)
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${path}`
+  return url.toString()
+}
+
+/** Statuses of a backend that is up but wants its callers' credential. */
+const wantsCredential = (status: number | undefined) => status === 401 || status === 403
+
+const describe = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
+
+/** Sorted, unique, of sane length, at most MAX_KEYS. */
+const keysOf = (names: ReadonlyArray<string>): ReadonlyArray<string> =>
+  [...new Set(names.filter((n) => n.length > 0 && n.length <= MAX_KEY_LENGTH))].sort().slice(0, MAX_KEYS)
+
+const mcpTools = (url: string): Effect.Effect<ReadonlyArray<string>, ProbeFailed> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => ({
+      client: new Client({ name: "mesh-node-probe", version: pkg.version }),
+      transport: new StreamableHTTPClientTransport(new URL(url)),
+    })),
+    ({ client, transport }) =>
+      Effect.tryPromise({
+        try: async (signal) => {
+          try {
+            await client.connect(transport, { signal })
+          } catch (error) {
+            if (error instanceof StreamableHTTPError && wantsCredential(error.code)) return []
+            throw error
+          }
+          const names: Array<string> = []
+          let cursor: string | undefined
+          do {
+            const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
+            names.push(...page.tools.map((tool) => tool.name))
+            cursor = page.nextCursor
+          } while (cursor !== undefined && names.length < MAX_KEYS)
+          return keysOf(names)
+        },
+        catch: (error) => new ProbeFailed({ reason: describe(error) }),
+      }),
+    ({ client, transport }) =>
+      Effect.tryPromise(() => transport.terminateSession()).pipe(
+        Effect.timeout(CLOSE_TIMEOUT),
+        Effect.ignore,
+        Effect.zipRight(Effect.tryPromise(() => client.close()).pipe(Effect.ignore)),
+      ),
+  )
+
+/** GETs JSON from the backend; a 401 or 403 is none (up, but not for us to read). */
+const getJson = (url: string, what: string): Effect.Effect<Option.Option<unknown>, ProbeFailed> =>
+  HttpGet.getJson(url, { timeout: PROBE_TIMEOUT }).pipe(
+    Effect.map(Option.some),
+    Effect.catchAll((error) =>
+      wantsCredential(error.status)
+        ? Effect.succeedNone
+        : Effect.fail(new ProbeFailed({ reason: `${what}: ${error.reason}` })),
+    ),
+  )
+
+const ModelList = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
+
+const modelIds = (url: string): Effect.Effect<ReadonlyArray<string>, ProbeFailed> =>
+  Effect.flatMap(getJson(joinUrl(url, "/v1/models"), "GET /v1/models"), (body) =>
+    Option.isNone(body)
+      ? Effect.succeed([])
+      : Either.match(Schema.decodeUnknownEither(ModelList)(body.value), {
+          onLeft: () => Effect.fail(new ProbeFailed({ reason: "GET /v1/models: not an OpenAI model list" })),
+          onRight: (list) => Effect.succeed(keysOf(list.data.map((m) => m.id))),
+        }),
+  )
+
+const AgentCard = Schema.Struct({ name: Schema.String })
+
+const agentCard = (url: string): Effect.Effect<ReadonlyArray<string>, ProbeFailed> =>
+  Effect.flatMap(getJson(joinUrl(url, "/.well-known/agent-card.json"), "agent card"), (body) =>
+    Option.isNone(body) || Schema.is(AgentCard)(body.value)
+      ? Effect.succeed([])
+      : Effect.fail(new ProbeFailed({ reason: "agent card: not an A2A agent card" })),
+  )
+
+/** Probes the service's backend: its keys (tool names, model ids; none for a2a) when it answers. */
+export const probe = (spec: ServiceSpec): Effect.Effect<ReadonlyArray<string>, ProbeError> => {
+  const backend = backendOf(spec)
+  if (backend._tag === "Command") {
+    return Effect.fail(new ProbeUnsupported({ reason: "stdio MCP servers (command) are not run by this node yet" }))
+  }
+  const run = spec.type === "mcp" ? mcpTools : spec.type === "inference" ? modelIds : agentCard
+  return Effect.suspend(() => run(backend.url)).pipe(
+    // A bug in a client library must not end the service's probe loop: it counts as a failed probe.
+    Effect.catchAllDefect((defect) =>
+      Effect.zipRight(
+        Effect.logError("backend probe failed unexpectedly", defect),
+        Effect.fail(new ProbeFailed({ reason: "probe failed unexpectedly" })),
+      ),
+    ),
+    Effect.timeoutFail({
+      duration: PROBE_TIMEOUT,
+      onTimeout: () => new ProbeFailed({ reason: "no answer within 2s" }),
+    }),
+  )
+}

@@ -1,0 +1,115 @@
+/**
+ * DHT provider records for the published services: two keys per service, its type and its type+name
+ * (ServiceKeys.cid), provided to the routers (the DHT servers) as soon as the service is published and a router is
+ * connected, again every REFRESH — well within the routers' record validity (Libp2pHost.PROVIDER_VALIDITY_MS) — and
+ * at once after a router link comes back. A provide that reached no DHT server is retried after 2 s, doubling up to
+ * a minute. Keys no published service needs any more are no longer refreshed, so the routers drop them when they
+ * expire.
+ */
+
+import { Clock, Duration, Effect, Layer, Ref } from "effect"
+import type { CID } from "multiformats/cid"
+import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import { LocalServices } from "../../services/local/LocalServices.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { RouterLinks } from "../../services/node/RouterLinks.js"
+
+export const REFRESH = Duration.minutes(5)
+const PROVIDE_TIMEOUT = Duration.seconds(30)
+const FIRST_RETRY_MS = 2_000
+const MAX_RETRY_MS = 60_000
+const TICK = Duration.seconds(1)
+const CONCURRENCY = 4
+
+interface ProviderRecord {
+  readonly cid: CID
+  readonly failures: number
+  readonly nextAtMs: number
+}
+
+const describe = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
+
+export const layer = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const host = yield* MeshHost
+    const local = yield* LocalServices
+    const links = yield* RouterLinks
+    const dht = host.libp2p.services.dht
+    const records = yield* Ref.make<ReadonlyMap<string, ProviderRecord>>(new Map())
+    const wasConnected = yield* Ref.make(false)
+
+    /** Sends the record to the closest DHT servers; fails when none took it. */
+    const provide = (cid: CID) =>
+      Effect.tryPromise({
+        try: async (signal) => {
+          let sent = 0
+          for await (const event of dht.provide(cid, { signal })) {
+            if (event.name === "PEER_RESPONSE" && event.messageName === "ADD_PROVIDER") sent++
+          }
+          return sent
+        },
+        catch: describe,
+      }).pipe(
+        Effect.timeoutFail({ duration: PROVIDE_TIMEOUT, onTimeout: () => "provide timed out" }),
+        Effect.filterOrFail(
+          (sent) => sent > 0,
+          () => "no DHT server took the record",
+        ),
+      )
+
+    const settle = (key: string, record: ProviderRecord, now: number) =>
+      provide(record.cid).pipe(
+        Effect.as({ ...record, failures: 0, nextAtMs: now + Duration.toMillis(REFRESH) }),
+        Effect.catchAll((reason) => {
+          const failures = record.failures + 1
+          const retryMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))
+          return Effect.as(
+            Effect.logDebug("provider record not placed").pipe(
+              Effect.annotateLogs({ key, reason, retry_in_ms: retryMs }),
+            ),
+            { ...record, failures, nextAtMs: now + retryMs },
+          )
+        }),
+        Effect.map((next) => [key, next] as const),
+      )
+
+    const tick = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const connected = yield* links.connected
+      // A router that just came back may have lost our records (a restart): provide everything again.
+      const reconnected = connected && !(yield* Ref.getAndSet(wasConnected, connected))
+      const wanted = new Map<string, CID>()
+      for (const service of yield* local.published) {
+        wanted.set(ServiceKeys.dhtKeyText(service.type), ServiceKeys.cid(service.type))
+        wanted.set(ServiceKeys.dhtKeyText(service.type, service.name), ServiceKeys.cid(service.type, service.name))
+      }
+      const previous = yield* Ref.get(records)
+      for (const [key, record] of previous) {
+        if (!wanted.has(key)) {
+          // Also stops libp2p's own reprovider from announcing it again.
+          yield* Effect.tryPromise(() => dht.cancelReprovide(record.cid)).pipe(Effect.ignore)
+        }
+      }
+      const current = new Map<string, ProviderRecord>()
+      for (const [key, cid] of wanted) {
+        const known = previous.get(key)
+        current.set(key, known === undefined || reconnected ? { cid, failures: 0, nextAtMs: now } : known)
+      }
+      if (!connected) return yield* Ref.set(records, current)
+      const due = [...current].filter(([, record]) => record.nextAtMs <= now)
+      const settled = yield* Effect.forEach(due, ([key, record]) => settle(key, record, now), {
+        concurrency: CONCURRENCY,
+      })
+      for (const [key, record] of settled) current.set(key, record)
+      yield* Ref.set(records, current)
+    })
+
+    yield* tick.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("provider records not refreshed", cause)),
+      Effect.zipRight(Effect.sleep(TICK)),
+      Effect.forever,
+      Effect.forkScoped,
+    )
+  }),
+)

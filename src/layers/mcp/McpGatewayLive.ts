@@ -1,0 +1,121 @@
+/**
+ * McpGateway over the MCP SDK's Streamable HTTP transport, stateful: `initialize` opens a session (a server and a
+ * transport of its own, found again by `Mcp-Session-Id`), DELETE or IDLE_LIMIT of silence closes it. At most
+ * MAX_SESSIONS are open; past that the longest idle one is closed to make room.
+ */
+import { randomUUID } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { Clock, Duration, Effect, Layer, Ref, Runtime, Schedule } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import { McpGateway } from "../../services/mcp/McpGateway.js"
+import * as Instructions from "./Instructions.js"
+import * as Tool from "./Tool.js"
+import * as MeshInfo from "./tools/MeshInfo.js"
+
+const IDLE_LIMIT = Duration.minutes(30)
+const MAX_SESSIONS = 256
+
+interface Session {
+  readonly server: McpServer
+  readonly transport: StreamableHTTPServerTransport
+  readonly lastUsedMs: number
+}
+
+const notFound = (res: ServerResponse, message: string, status: number) => {
+  res.writeHead(status, { "content-type": "application/json" })
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
+}
+
+export const layer = Layer.scoped(
+  McpGateway,
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const sessions = yield* Ref.make<ReadonlyMap<string, Session>>(new Map())
+    const tools = [MeshInfo.tool]
+    const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools>>()
+
+    const close = (id: string) =>
+      Effect.flatMap(
+        Ref.modify(sessions, (map) => {
+          const next = new Map(map)
+          const session = next.get(id)
+          next.delete(id)
+          return [session, next]
+        }),
+        (session) =>
+          session === undefined ? Effect.void : Effect.promise(() => session.transport.close().catch(() => undefined)),
+      )
+
+    const touch = (id: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Ref.update(sessions, (map) => {
+          const session = map.get(id)
+          return session === undefined ? map : new Map(map).set(id, { ...session, lastUsedMs: now })
+        }),
+      )
+
+    const open = Effect.gen(function* () {
+      const server = new McpServer(
+        { name: "mesh-node", version: pkg.version },
+        { instructions: Instructions.text, capabilities: { tools: {} } },
+      )
+      Tool.register(server, toolRuntime, tools)
+      const run = Runtime.runFork(runtime)
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (id) => {
+          run(
+            Effect.gen(function* () {
+              const now = yield* Clock.currentTimeMillis
+              const map = yield* Ref.get(sessions)
+              if (map.size >= MAX_SESSIONS) {
+                const idlest = [...map.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs)[0]
+                if (idlest !== undefined) yield* close(idlest[0])
+              }
+              yield* Ref.update(sessions, (m) => new Map(m).set(id, { server, transport, lastUsedMs: now }))
+            }),
+          )
+        },
+        onsessionclosed: (id) => {
+          run(close(id))
+        },
+      })
+      yield* Effect.promise(() => server.connect(transport))
+      return transport
+    })
+
+    const handle = (req: IncomingMessage, res: ServerResponse) =>
+      Effect.gen(function* () {
+        const header = req.headers["mcp-session-id"]
+        const id = Array.isArray(header) ? header[0] : header
+        if (id === undefined) {
+          if (req.method !== "POST") return notFound(res, "Bad Request: no session; send initialize first", 400)
+          const transport = yield* open
+          yield* Effect.promise(() => transport.handleRequest(req, res))
+          // A first request that was not an initialize leaves a transport without a session: drop it.
+          if (transport.sessionId === undefined) yield* Effect.promise(() => transport.close())
+          return
+        }
+        const session = (yield* Ref.get(sessions)).get(id)
+        if (session === undefined) return notFound(res, "Session not found", 404)
+        yield* touch(id)
+        yield* Effect.promise(() => session.transport.handleRequest(req, res))
+      })
+
+    const sweep = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const idle = [...(yield* Ref.get(sessions)).entries()].filter(
+        ([, s]) => now - s.lastUsedMs > Duration.toMillis(IDLE_LIMIT),
+      )
+      yield* Effect.forEach(idle, ([id]) => close(id), { discard: true })
+    })
+    yield* sweep.pipe(Effect.repeat(Schedule.spaced(Duration.minutes(1))), Effect.forkScoped)
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Ref.get(sessions), (map) => Effect.forEach([...map.keys()], close, { discard: true })),
+    )
+
+    return McpGateway.of({ handle, sessions: Effect.map(Ref.get(sessions), (map) => map.size) })
+  }),
+)

@@ -1,0 +1,75 @@
+/**
+ * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
+ * node mode, links to the routers, the policy view, signed events, the MCP gateway, and its services: probes and
+ * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), discovery and both
+ * sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
+ */
+import { readFile } from "node:fs/promises"
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { NodeSettings } from "../../config/NodeConfig.js"
+import { NODE_ROLE } from "../../domain/Policy.js"
+import { Membership } from "../../services/member/Membership.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
+import * as Announcer from "../local/Announcer.js"
+import * as CatalogServer from "../local/CatalogServer.js"
+import * as LocalServicesLive from "../local/LocalServicesLive.js"
+import * as ProviderRecords from "../local/ProviderRecords.js"
+import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
+import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
+import * as MembershipLive from "../member/MembershipLive.js"
+import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
+import * as MeshHostLive from "../mesh/MeshHostLive.js"
+import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
+import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
+import * as CatalogReport from "./CatalogReport.js"
+import * as PolicyViewLive from "./PolicyViewLive.js"
+import * as RouterLinksLive from "./RouterLinksLive.js"
+
+const membership = (settings: NodeSettings) =>
+  MembershipLive.layer({
+    role: NODE_ROLE,
+    labels: settings.file.labels,
+    bootstrapToken: settings.bootstrapToken,
+    idToken: Option.map(settings.jwtPath, (path) =>
+      Effect.tryPromise(() => readFile(path, "utf8")).pipe(Effect.map((text) => Redacted.make(text.trim()))),
+    ),
+    dataDir: Option.some(settings.dataDir),
+    syncInterval: settings.syncInterval,
+    jitter: true,
+  })
+
+const host = (settings: NodeSettings) =>
+  Layer.scoped(
+    MeshHost,
+    Effect.gen(function* () {
+      const member = yield* Membership
+      return yield* MeshHostLive.make({
+        seed: member.signer.seed,
+        credential: member.credential,
+        trust: member.trust,
+        listen: settings.listen,
+        mode: "node",
+      })
+    }),
+  )
+
+/** The services this node publishes, how peers learn of them, and how this node learns of theirs. */
+const services = Layer.mergeAll(
+  CatalogServer.layer,
+  ProviderRecords.layer,
+  Announcer.layer,
+  CatalogReport.layer,
+  DiscoveryLive.layer,
+  PeerIngressLive.layer,
+).pipe(Layer.provideMerge(LocalServicesLive.layer))
+
+export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
+  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, PeerProxyLive.layer, services).pipe(
+    // The policy view decides for the proxy's serving side, among the services.
+    Layer.provideMerge(PolicyViewLive.layer),
+    Layer.provideMerge(RouterLinksLive.layer),
+    Layer.provideMerge(host(settings)),
+    Layer.provideMerge(membership(settings)),
+    Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),
+  )

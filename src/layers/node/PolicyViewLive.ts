@@ -1,0 +1,67 @@
+/**
+ * PolicyView over the control plane: `GET /policies` with the node's credential at start, every sync interval
+ * (jittered by up to a tenth, so a fleet does not ask in step) and on each signed policy event. A failed read keeps
+ * the last copy: a policy never expires by itself, and an unreachable control plane must not open or close the mesh.
+ */
+import { timestampMs } from "@bufbuild/protobuf/wkt"
+import { Clock, Effect, Either, Layer, Option, Ref, Schedule, Stream } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import * as MeshEventCodec from "../../domain/MeshEventCodec.js"
+import * as Policy from "../../domain/Policy.js"
+import { toDocument } from "../../http/policies/PolicyCodec.js"
+import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
+import { Membership } from "../../services/member/Membership.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { type PolicySnapshot, PolicyView } from "../../services/node/PolicyView.js"
+
+export const layer = Layer.scoped(
+  PolicyView,
+  Effect.gen(function* () {
+    const client = yield* ControlPlaneClient
+    const membership = yield* Membership
+    const host = yield* MeshHost
+    const settings = yield* NodeConfig
+    const current = yield* Ref.make<Option.Option<PolicySnapshot>>(Option.none())
+
+    const refresh = Effect.gen(function* () {
+      const answer = yield* client.policies(yield* membership.credential)
+      const now = yield* Clock.currentTimeMillis
+      const document = answer.policy === undefined ? Policy.empty : toDocument(answer.policy)
+      const version = Number(answer.version)
+      const before = yield* Ref.get(current)
+      yield* Ref.set(current, Option.some({ document, version, fetchedAtMs: now }))
+      if (Option.isNone(before) || before.value.version !== version) {
+        yield* Effect.logInfo("mesh policy loaded").pipe(
+          Effect.annotateLogs({
+            version,
+            updated: answer.updateTime === undefined ? "never" : new Date(timestampMs(answer.updateTime)).toISOString(),
+          }),
+        )
+      }
+    }).pipe(Effect.catchAll((error) => Effect.logWarning("mesh policy read failed; keeping the last copy", error)))
+
+    yield* refresh
+    yield* refresh.pipe(
+      Effect.repeat(Schedule.spaced(settings.syncInterval).pipe(Schedule.jitteredWith({ min: 1, max: 1.1 }))),
+      Effect.delay(settings.syncInterval),
+      Effect.forkScoped,
+    )
+
+    // A signed policy event says the policy changed: read it now rather than at the next sync.
+    yield* host.subscribe(MeshEventCodec.TOPIC).pipe(
+      Stream.runForEach((message) =>
+        Effect.gen(function* () {
+          const decoded = MeshEventCodec.decode(
+            message.data,
+            yield* membership.trustedKeys,
+            yield* Clock.currentTimeMillis,
+          )
+          if (Either.isRight(decoded) && decoded.right.type === "policy_update") yield* refresh
+        }),
+      ),
+      Effect.forkScoped,
+    )
+
+    return PolicyView.of({ current: Ref.get(current), refresh })
+  }),
+)

@@ -1,0 +1,154 @@
+/**
+ * The last hop of the proxy: an allowed request from a peer, sent to the service's `target_url` over keep-alive
+ * connections, its response streamed back unbuffered. When the peer goes away (its stream reset or closed) the
+ * backend request is destroyed at once. An A2A agent card is the one answer read whole, to point its interface URLs
+ * at the caller's proxy path.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
+import { Effect, type Scope } from "effect"
+import * as AgentCard from "../../domain/AgentCard.js"
+import { type ApiError, BadGateway } from "../../domain/Errors.js"
+import * as Forwarding from "../../domain/Forwarding.js"
+import type { ServiceSpec } from "../../domain/NodeFile.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
+import { hasBody, relayBody, relayResponse } from "./Relay.js"
+
+export interface Target {
+  readonly service: ServiceSpec
+  readonly targetUrl: string
+  readonly backend: Forwarding.Target
+  /** Raw path below the service and raw query (without `?`). */
+  readonly path: string
+  readonly query: string
+  readonly caller: Forwarding.Caller
+}
+
+/** Answers a request with the one error body; a response already under way is cut off instead. */
+export const writeError = (res: ServerResponse, error: ApiError): void => {
+  if (res.headersSent) return void res.destroy(new Error(error.message))
+  const { status, body } = ErrorResponse.parts(error)
+  const text = JSON.stringify(body)
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+  })
+  res.end(text)
+}
+
+const describe = (error: Error): string => {
+  const code = (error as { code?: unknown }).code
+  return typeof code === "string" ? code : error.message.slice(0, 200)
+}
+
+/** Sends a whole (rewritten) body with its own length; the original length and encoding no longer apply. */
+const sendWhole = (res: ServerResponse, upstream: IncomingMessage, body: Buffer): void => {
+  const headers = Forwarding.response(upstream.headers)
+  delete headers["content-length"]
+  headers["content-length"] = String(body.byteLength)
+  res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, headers)
+  res.end(body)
+}
+
+const stream = (res: ServerResponse, upstream: IncomingMessage, head: ReadonlyArray<Buffer> = []): void =>
+  relayResponse(upstream, res, head)
+
+/** Reads a card (up to MAX_CARD_BYTES) and sends it rewritten; anything unexpected is passed on as it came. */
+const relayCard = (res: ServerResponse, upstream: IncomingMessage, targetUrl: string, publicBase: string): void => {
+  const type = String(upstream.headers["content-type"] ?? "")
+  if (upstream.statusCode !== 200 || !type.includes("json") || upstream.headers["content-encoding"] !== undefined) {
+    stream(res, upstream)
+    return
+  }
+  const chunks: Array<Buffer> = []
+  let size = 0
+  const onData = (chunk: Buffer) => {
+    chunks.push(chunk)
+    size += chunk.byteLength
+    if (size > AgentCard.MAX_CARD_BYTES) {
+      upstream.off("data", onData)
+      upstream.off("end", onEnd)
+      upstream.pause()
+      stream(res, upstream, chunks)
+    }
+  }
+  const onEnd = () => {
+    const body = Buffer.concat(chunks)
+    let card: unknown
+    try {
+      card = JSON.parse(body.toString("utf8"))
+    } catch {
+      return sendWhole(res, upstream, body)
+    }
+    sendWhole(res, upstream, Buffer.from(JSON.stringify(AgentCard.rewrite(card, targetUrl, publicBase))))
+  }
+  upstream.on("data", onData)
+  upstream.once("end", onEnd)
+  upstream.once("error", (error) => res.destroy(error))
+}
+
+export const make = Effect.gen(function* () {
+  // Keep-alive to backends: a fresh TCP connection per proxied request would cost more than the mesh hop itself.
+  const agents = yield* Effect.acquireRelease(
+    Effect.sync(() => ({ http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) })),
+    (a) =>
+      Effect.sync(() => {
+        a.http.destroy()
+        a.https.destroy()
+      }),
+  )
+
+  /** Sends the request to the backend and streams the answer; completes when the peer's response has closed. */
+  const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
+    Effect.async<void>((resume) => {
+      const backend = target.backend
+      const headers = Forwarding.toBackend(req.headers, target.caller, backend.host)
+      const origin = Forwarding.originOf(req.headers)
+      const card =
+        target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)
+          ? origin
+          : undefined
+      // The card is rewritten, so it must come unencoded.
+      if (card !== undefined) delete headers["accept-encoding"]
+      const https = backend.protocol === "https:"
+      const outgoing = (https ? httpsRequest : httpRequest)({
+        protocol: backend.protocol,
+        hostname: backend.hostname,
+        port: backend.port,
+        path: Forwarding.backendPath(backend, target.path, target.query),
+        method: req.method ?? "GET",
+        headers,
+        agent: https ? agents.https : agents.http,
+      })
+      outgoing.once("response", (upstream) => {
+        if (card === undefined) return stream(res, upstream)
+        relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
+      })
+      outgoing.once("error", (error) => {
+        // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
+        req.unpipe(outgoing)
+        req.resume()
+        writeError(
+          res,
+          new BadGateway({
+            message: `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`,
+          }),
+        )
+      })
+      // The peer went away (stream reset or closed) before the answer ended: so does the backend request.
+      const done = () => {
+        if (!res.writableFinished) outgoing.destroy()
+        resume(Effect.void)
+      }
+      res.once("close", done)
+      if (hasBody(req)) relayBody(req, outgoing)
+      else outgoing.end()
+      return Effect.sync(() => {
+        res.off("close", done)
+        outgoing.destroy()
+      })
+    })
+
+  return { forward }
+}) satisfies Effect.Effect<unknown, never, Scope.Scope>

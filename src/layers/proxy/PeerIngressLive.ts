@@ -1,0 +1,208 @@
+/**
+ * PeerIngress over the MeshHost: `/mesh/proxy/1.0.0` is registered on libp2p (the gate holds streams back until
+ * their peer authenticated) and every stream is handed, as a socket, to a node:http server that never listens. Each
+ * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { Clock, Duration, Effect, Either, Layer, Ref, Runtime, Schedule } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import * as Biscuit from "../../crypto/Biscuit.js"
+import { type ApiError, BadRequest, Forbidden, NotFound, NotImplemented } from "../../domain/Errors.js"
+import * as Forwarding from "../../domain/Forwarding.js"
+import * as Policy from "../../domain/Policy.js"
+import { StreamSocket } from "../../p2p/StreamSocket.js"
+import { LocalServices } from "../../services/local/LocalServices.js"
+import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
+import { Membership } from "../../services/member/Membership.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { PolicyView } from "../../services/node/PolicyView.js"
+import { Metrics } from "../../services/operations/Metrics.js"
+import { PeerIngress } from "../../services/proxy/PeerIngress.js"
+import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
+import * as Backend from "./Backend.js"
+
+/**
+ * Concurrent proxy streams per connection and protocol, each way. An MCP session alone holds one open GET stream,
+ * and libp2p's defaults (32 in, 64 out) would cap a busy caller well below what one connection carries.
+ */
+const MAX_STREAMS = 1024
+
+/** A request's path split into service and the rest: `/<type>/<name><path>?<query>`. */
+const parseTarget = (url: string) => {
+  const q = url.indexOf("?")
+  const rawPath = q === -1 ? url : url.slice(0, q)
+  const [, type = "", name = "", ...rest] = rawPath.split("/")
+  return {
+    rawPath,
+    type,
+    name,
+    path: rest.length === 0 ? "" : `/${rest.join("/")}`,
+    query: q === -1 ? "" : url.slice(q + 1),
+  }
+}
+
+export const layer = Layer.scoped(
+  PeerIngress,
+  Effect.gen(function* () {
+    const host = yield* MeshHost
+    const membership = yield* Membership
+    const policy = yield* PolicyView
+    // Each service's target parsed once, found by `<type>/<name>`.
+    const services = new Map(
+      (yield* NodeConfig).file.services.map((service) => [
+        `${service.type}/${service.name}`,
+        {
+          service,
+          backend: service.target_url === undefined ? undefined : Forwarding.target(service.target_url),
+        },
+      ]),
+    )
+    const metrics = yield* Metrics
+    const served = metrics.counter(
+      "mesh_node_proxy_served_total",
+      "Requests from peers answered through the proxy, by service type and status code.",
+    )
+    const inFlight = yield* Ref.make(0)
+    const backend = yield* Backend.make
+    const local = yield* LocalServices
+    const run = Runtime.runFork(yield* Effect.runtime<never>())
+
+    // An unqualified identity member of the policy names the control plane's first issuer, which /info tells. Until
+    // it is known such members match nobody: a target or binding can only be missed, never granted by mistake.
+    const issuers = yield* Ref.make<Policy.Issuers>([])
+    const client = yield* ControlPlaneClient
+    yield* client.info.pipe(
+      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
+      Effect.retry(
+        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
+      ),
+      Effect.forkScoped,
+    )
+
+    /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
+    const selfCache = yield* Ref.make<
+      { readonly credential: Uint8Array; readonly subject: Policy.Subject } | undefined
+    >(undefined)
+    const self = Effect.gen(function* () {
+      const credential = yield* membership.credential
+      const cached = yield* Ref.get(selfCache)
+      if (cached?.credential === credential) return cached.subject
+      const verified = Biscuit.verify(credential, (yield* membership.trust).keyFor, yield* Clock.currentTimeMillis, {
+        allowExpired: true,
+      })
+      const subject = Policy.subjectOf(
+        host.peerId,
+        Either.isRight(verified) ? verified.right.facts.identity : undefined,
+      )
+      yield* Ref.set(selfCache, { credential, subject })
+      return subject
+    })
+
+    /** Who asks, for what, and whether the policy lets them: the target, or the refusal. */
+    const decide = (req: IncomingMessage): Effect.Effect<Backend.Target, ApiError> =>
+      Effect.gen(function* () {
+        const socket = req.socket
+        if (!(socket instanceof StreamSocket)) return yield* new Forbidden({ message: "not a mesh stream" })
+        const caller = yield* host.peer(socket.remotePeer)
+        if (caller._tag === "None" || (yield* membership.trust).isBanned(socket.remotePeer)) {
+          return yield* new Forbidden({ message: "the caller is not an authenticated peer" })
+        }
+        const target = parseTarget(req.url ?? "/")
+        const path = Forwarding.checkPath(target.rawPath)
+        if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
+        const type = Forwarding.checkService(target.type, target.name)
+        if (Either.isLeft(type)) return yield* new BadRequest({ message: type.left })
+        const known = yield* Ref.get(issuers)
+        const snapshot = yield* policy.current
+        const doc = snapshot._tag === "Some" ? snapshot.value.document : undefined
+        const peer = caller.value
+        const roles =
+          doc === undefined
+            ? new Set([peer.role])
+            : Policy.callerRoles(doc, peer.role, Policy.subjectOf(peer.peerId, peer.identity), known)
+        const decision = Policy.authorizeService(
+          doc,
+          roles,
+          { type: type.right, name: target.name, path: target.path },
+          yield* self,
+          known,
+        )
+        if (decision._tag === "Denied") {
+          return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
+        }
+        const found = services.get(`${type.right}/${target.name}`)
+        if (found === undefined) {
+          return yield* new NotFound({ message: `no ${type.right} service named ${target.name} on this peer` })
+        }
+        // Services that run a command (stdio MCP) get their bridge here (issue 14); until then they are refused.
+        const { service, backend } = found
+        if (service.target_url === undefined || backend === undefined) {
+          return yield* new NotImplemented({
+            message: `the ${service.type} service ${service.name} runs a local command, which the proxy does not serve yet`,
+          })
+        }
+        return {
+          service,
+          targetUrl: service.target_url,
+          backend,
+          path: target.path,
+          query: target.query,
+          caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
+        }
+      })
+
+    const serve = (req: IncomingMessage, res: ServerResponse) =>
+      Effect.gen(function* () {
+        // One request per stream: the stream ends with its answer, and no idle stream waits for another request.
+        res.setHeader("connection", "close")
+        const decided = yield* Effect.either(decide(req))
+        if (Either.isLeft(decided)) Backend.writeError(res, decided.left)
+        // Counted per service while it runs: the load announced with the node's services.
+        else {
+          const { service } = decided.right
+          yield* Effect.scoped(
+            Effect.zipRight(local.track(service.type, service.name), backend.forward(req, res, decided.right)),
+          )
+        }
+        const type = parseTarget(req.url ?? "/").type
+        served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(
+            Effect.logError("proxy request from a peer failed", cause),
+            Effect.sync(() => {
+              if (res.headersSent) return void res.destroy()
+              res.writeHead(500, { "content-type": "application/json", "cache-control": "no-store" })
+              res.end(JSON.stringify({ error: "internal", message: "internal error" }))
+            }),
+          ),
+        ),
+      )
+
+    const handle = (req: IncomingMessage, res: ServerResponse) =>
+      Effect.acquireUseRelease(
+        Ref.update(inFlight, (n) => n + 1),
+        () => serve(req, res),
+        () => Ref.update(inFlight, (n) => n - 1),
+      )
+
+    // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.
+    const server = createServer({ requestTimeout: 0 }, (req, res) => {
+      run(handle(req, res))
+    })
+    yield* Effect.acquireRelease(
+      Effect.promise(() =>
+        host.libp2p.handle(
+          PROTOCOL,
+          (stream, connection) => {
+            server.emit("connection", new StreamSocket(stream, connection))
+          },
+          { runOnLimitedConnection: true, maxInboundStreams: MAX_STREAMS, maxOutboundStreams: MAX_STREAMS },
+        ),
+      ),
+      () => Effect.promise(() => host.libp2p.unhandle(PROTOCOL).catch(() => undefined)),
+    )
+
+    return PeerIngress.of({ inFlight: Ref.get(inFlight) })
+  }),
+)

@@ -1,0 +1,195 @@
+/**
+ * PeerProxy over node:http and the MeshHost: the peer is connected (or reached: known addresses, then a router's
+ * relay) and authenticated, its verified labels are checked against the caller's requirement and the operator's
+ * floor, and the request goes out as HTTP/1.1 on a new `/mesh/proxy/1.0.0` stream, written by `http.request` onto
+ * a StreamSocket. The stream is ours: when the caller gives up before the response ended it is reset, which the
+ * serving peer sees at once and passes on to its backend.
+ */
+import type { IncomingMessage } from "node:http"
+import { request as httpRequest } from "node:http"
+import { Readable } from "node:stream"
+import { peerIdFromString } from "@libp2p/peer-id"
+import { Effect, Either, Exit, Layer, Runtime, Scope } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
+import * as Forwarding from "../../domain/Forwarding.js"
+import * as Labels from "../../domain/Labels.js"
+import { StreamSocket } from "../../p2p/StreamSocket.js"
+import type { AuthenticatedPeer } from "../../services/mesh/MeshHost.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import {
+  type FetchInit,
+  PeerProxy,
+  PROTOCOL,
+  type ProxyError,
+  type ProxyRequest,
+} from "../../services/proxy/PeerProxy.js"
+
+/** Statuses whose responses carry no body; a web Response refuses one. */
+const NULL_BODY = new Set([101, 204, 205, 304])
+
+/** Fails when the caller's signal aborts; never completes without one. */
+const aborted = (signal: AbortSignal | null | undefined): Effect.Effect<never, BadGateway> =>
+  Effect.async<never, BadGateway>((resume) => {
+    if (signal === null || signal === undefined) return
+    const fail = () => resume(new BadGateway({ message: "the request was aborted by its caller" }))
+    if (signal.aborted) return fail()
+    signal.addEventListener("abort", fail, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", fail))
+  })
+
+const pairs = (labels: Readonly<Record<string, string>>) =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .sort()
+    .join(",")
+
+export const layer = Layer.effect(
+  PeerProxy,
+  Effect.gen(function* () {
+    const host = yield* MeshHost
+    const floor = (yield* NodeConfig).file.egress.require_labels
+    const runtime = yield* Effect.runtime<never>()
+
+    const checkLabels = (
+      peer: AuthenticatedPeer,
+      required: Readonly<Record<string, string>> | undefined,
+    ): Effect.Effect<void, Forbidden> => {
+      if (required !== undefined && !Labels.attestsAny(peer.labels, required)) {
+        return new Forbidden({
+          message: `peer ${peer.peerId} attests none of the required labels (${pairs(required)})`,
+        })
+      }
+      const lacking = Labels.missing(peer.labels, floor)
+      return lacking.length > 0
+        ? new Forbidden({
+            message: `peer ${peer.peerId} does not attest the operator's egress.require_labels: lacks ${lacking.join(",")}`,
+          })
+        : Effect.void
+    }
+
+    /** Checks the request, reaches the peer and opens the stream; nothing is sent yet. */
+    const open = (request: ProxyRequest): Effect.Effect<StreamSocket, ProxyError> =>
+      Effect.gen(function* () {
+        const path = Forwarding.checkPath(request.path)
+        if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
+        const service = Forwarding.checkService(request.type, request.name)
+        if (Either.isLeft(service)) return yield* new BadRequest({ message: service.left })
+        if (Either.isLeft(Either.try(() => peerIdFromString(request.peerId)))) {
+          return yield* new BadRequest({ message: "not a peer id" })
+        }
+        if (request.requiredLabels !== undefined && Object.keys(request.requiredLabels).length === 0) {
+          return yield* new BadRequest({ message: "X-Mesh-Required-Labels names no label" })
+        }
+        const unreachable = (reason: string) =>
+          new BadGateway({ message: `peer ${request.peerId} is unreachable: ${reason}` })
+        const peer = yield* host.connect(request.peerId).pipe(Effect.mapError((e) => unreachable(e.reason)))
+        yield* checkLabels(peer, request.requiredLabels)
+        const { stream, connection } = yield* host
+          .openStream(request.peerId, PROTOCOL)
+          .pipe(Effect.mapError((e) => unreachable(e.reason)))
+        return new StreamSocket(stream, connection)
+      })
+
+    /** Writes the request onto the socket and completes with the response head. */
+    const exchange = (socket: StreamSocket, request: ProxyRequest): Effect.Effect<IncomingMessage, BadGateway> =>
+      Effect.async<IncomingMessage, BadGateway>((resume) => {
+        const failed = (error: Error) =>
+          resume(
+            Effect.fail(
+              new BadGateway({ message: `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}` }),
+            ),
+          )
+        const target = `/${request.type}/${request.name}${request.path}${request.query.length > 0 ? `?${request.query}` : ""}`
+        let outgoing: ReturnType<typeof httpRequest>
+        try {
+          outgoing = httpRequest({
+            createConnection: () => socket,
+            method: request.method,
+            path: target,
+            headers: Forwarding.toPeer(request.headers, request.origin),
+          })
+        } catch (error) {
+          return failed(error instanceof Error ? error : new Error(String(error)))
+        }
+        outgoing.once("response", (response) => resume(Effect.succeed(response)))
+        outgoing.once("error", failed)
+        const body = request.body
+        if (body === undefined) outgoing.end()
+        else {
+          body.once("error", (error) => outgoing.destroy(error))
+          body.pipe(outgoing)
+        }
+      })
+
+    const forward = (request: ProxyRequest) =>
+      Effect.gen(function* () {
+        let response: IncomingMessage | undefined
+        const socket = yield* Effect.acquireRelease(open(request), (socket) =>
+          Effect.sync(() => {
+            // A response read to its end leaves a stream both sides closed; anything else is abandoned.
+            if (response?.complete === true) socket.destroy()
+            else socket.abort(new Error("the caller went away"))
+          }),
+        )
+        response = yield* exchange(socket, request)
+        return response
+      })
+
+    const fetch = (
+      peerId: string,
+      type: Parameters<PeerProxy["Type"]["fetch"]>[1],
+      name: string,
+      path: string,
+      init: FetchInit = {},
+    ): Effect.Effect<Response, ProxyError> =>
+      Effect.gen(function* () {
+        const { requiredLabels, ...rest } = init
+        const q = path.indexOf("?")
+        const rawPath = q === -1 ? path : path.slice(0, q)
+        // The Request normalizes method, headers and any kind of body; its URL is never used.
+        const web = yield* Effect.try({
+          try: () => new Request("http://peer.invalid/", { ...rest, duplex: "half" }),
+          catch: (error) => new BadRequest({ message: `bad request: ${String(error).slice(0, 200)}` }),
+        })
+        const headers: Record<string, string> = {}
+        web.headers.forEach((value, key) => {
+          headers[key] = value
+        })
+        const scope = yield* Scope.make()
+        const close = () => Runtime.runFork(runtime)(Scope.close(scope, Exit.void))
+        const response = yield* forward({
+          peerId,
+          type,
+          name,
+          path: rawPath.length === 0 || rawPath.startsWith("/") ? rawPath : `/${rawPath}`,
+          query: q === -1 ? "" : path.slice(q + 1),
+          method: web.method,
+          headers,
+          ...(web.body === null ? {} : { body: Readable.fromWeb(web.body) }),
+          ...(requiredLabels === undefined ? {} : { requiredLabels }),
+        }).pipe(
+          Scope.extend(scope),
+          Effect.raceFirst(aborted(init.signal)),
+          Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))),
+        )
+        // The exchange ends with the body: read to its end, cancelled, or aborted through the signal.
+        response.once("close", close)
+        init.signal?.addEventListener("abort", close, { once: true })
+        if (init.signal?.aborted === true) close()
+        const status = response.statusCode ?? 502
+        const out = new Headers()
+        for (const [key, value] of Object.entries(Forwarding.response(response.headers))) {
+          for (const v of typeof value === "string" ? [value] : value) out.append(key, v)
+        }
+        if (NULL_BODY.has(status)) response.resume()
+        return new Response(NULL_BODY.has(status) ? null : Readable.toWeb(response), {
+          status,
+          statusText: response.statusMessage ?? "",
+          headers: out,
+        })
+      })
+
+    return PeerProxy.of({ forward, fetch })
+  }),
+)

@@ -1,0 +1,19 @@
+/** The node's local API: every route group, by audience, in one table served through the middleware. */
+import * as DebugRoutes from "./debug/DebugRoutes.js"
+import * as HealthRoutes from "./health/HealthRoutes.js"
+import * as IdentityRoutes from "./identity/IdentityRoutes.js"
+import * as Middleware from "./Middleware.js"
+import * as McpRoutes from "./mcp/McpRoutes.js"
+import * as DiscoverRoutes from "./mesh/DiscoverRoutes.js"
+import * as ProxyRoutes from "./mesh/ProxyRoutes.js"
+
+export const routes = [
+  ...HealthRoutes.routes,
+  ...McpRoutes.routes,
+  ...IdentityRoutes.routes,
+  ...DiscoverRoutes.routes,
+  ...ProxyRoutes.routes,
+  ...DebugRoutes.routes,
+]
+
+export const make = Middleware.make(routes)

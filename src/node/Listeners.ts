@@ -1,0 +1,111 @@
+/**
+ * The node's listeners, each serving the local API with what it knows of its callers: TCP on `--bind-addr` (API
+ * token; TLS with `--tls-cert`, and with `--tls-ca` only clients holding a certificate that CA signed may connect,
+ * and they need no token) and the Unix socket (mode 0600 in a 0700 folder: opening it is the credential; a stale
+ * file from an earlier run is replaced). Both use the listener every HTTP server of ours shares
+ * (src/http/Listener.ts): request timeout, parser refusals in the error body, draining on stop.
+ */
+import { chmodSync, existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs"
+import type { Server } from "node:http"
+import type { ListenOptions } from "node:net"
+import type { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Data, Effect, Layer, Option } from "effect"
+import type { ListenAddress } from "../config/ControlPlaneConfig.js"
+import { NodeConfig } from "../config/NodeConfig.js"
+import * as Listener from "../http/Listener.js"
+import * as App from "./App.js"
+import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
+
+export interface Bound {
+  readonly tcp: Option.Option<ListenAddress>
+  readonly socket: Option.Option<string>
+}
+
+/** Where the node's listeners are bound (ports resolved), for the harness and `mesh-one`. */
+export class LocalApi extends Context.Tag("mesh/node/LocalApi")<LocalApi, Bound>() {}
+
+export class ListenError extends Data.TaggedError("ListenError")<{ readonly reason: string }> {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/** Linux's limit on a socket path (sun_path), less the terminating NUL. */
+const MAX_SOCKET_PATH = 107
+
+const tcpOf = (address: HttpServer.Address): ListenAddress =>
+  address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { host: "", port: 0 }
+
+const readPem = (flag: string, path: string) =>
+  Effect.try({
+    try: () => readFileSync(path),
+    catch: (cause) =>
+      new ListenError({ reason: `--${flag} ${path}: ${(cause as NodeJS.ErrnoException).code ?? "unreadable"}` }),
+  })
+
+export const layer = Layer.scoped(
+  LocalApi,
+  Effect.gen(function* () {
+    const settings = yield* NodeConfig
+    const app = yield* App.make
+
+    /** Serves the API on a server; stopping drains it before the handlers go. */
+    const serve = (server: Server, listen: ListenOptions, info: ListenerInfo, what: string) =>
+      Effect.gen(function* () {
+        const http = yield* NodeHttpServer.make(() => server, listen).pipe(
+          Effect.mapError((error) => new ListenError({ reason: `${what}: ${String(error.cause)}` })),
+        )
+        yield* http.serve(Effect.provideService(app, ListenerTag, info))
+        yield* Effect.addFinalizer(() => Listener.drain(server, Listener.defaults.shutdownGrace))
+        return http.address
+      })
+
+    const tcp = yield* Effect.transposeOption(
+      Option.map(settings.bindAddress, (address) =>
+        Effect.gen(function* () {
+          const tls = Option.getOrUndefined(settings.tls)
+          const server =
+            tls === undefined
+              ? Listener.makeServer(Listener.defaults)
+              : Listener.makeServer(Listener.defaults, {
+                  cert: yield* readPem("tls-cert", tls.certPath),
+                  key: yield* readPem("tls-key", tls.keyPath),
+                  ...(Option.isSome(tls.caPath)
+                    ? { ca: yield* readPem("tls-ca", tls.caPath.value), requestCert: true, rejectUnauthorized: true }
+                    : {}),
+                })
+          const info: ListenerInfo = {
+            kind: tls === undefined ? "tcp" : "tls",
+            verifiedClient: tls !== undefined && Option.isSome(tls.caPath),
+          }
+          const where = `--bind-addr ${address.host}:${address.port}`
+          return tcpOf(yield* serve(server, { host: address.host, port: address.port }, info, where))
+        }),
+      ),
+    )
+
+    const socket = yield* Effect.transposeOption(
+      Option.map(settings.socketPath, (path) =>
+        Effect.gen(function* () {
+          if (Buffer.byteLength(path) > MAX_SOCKET_PATH) {
+            return yield* new ListenError({ reason: `--socket-path ${path} is longer than ${MAX_SOCKET_PATH} bytes` })
+          }
+          if (existsSync(path)) {
+            if (!lstatSync(path).isSocket()) {
+              return yield* new ListenError({ reason: `--socket-path ${path} exists and is not a socket` })
+            }
+            unlinkSync(path)
+          }
+          const info: ListenerInfo = { kind: "socket", verifiedClient: false }
+          yield* serve(Listener.makeServer(Listener.defaults), { path }, info, `--socket-path ${path}`)
+          chmodSync(path, 0o600)
+          yield* Effect.addFinalizer(() => Effect.sync(() => existsSync(path) && unlinkSync(path)))
+          return path
+        }),
+      ),
+    )
+
+    return { tcp, socket }
+  }),
+)

@@ -1,0 +1,166 @@
+/**
+ * The path of every request through the node's local API: find its route in the table (404/405 otherwise), check
+ * what the caller presented for the route's access on this listener (401 missing, 403 wrong, 403 for evidence over
+ * plain TCP), hold back routes that need the mesh until the node is connected (503), run the handler, render any
+ * failure as the one error body, and count and time the request by route label.
+ */
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Clock, Effect, Ref } from "effect"
+import {
+  Forbidden,
+  MethodNotAllowed,
+  NotFound,
+  StrongTransportRequired,
+  Unauthorized,
+  Unavailable,
+} from "../domain/Errors.js"
+import * as ErrorResponse from "../http/ErrorResponse.js"
+import { ApiToken } from "../services/node/ApiToken.js"
+import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
+import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
+import { Listener } from "./Listener.js"
+import * as Route from "./Route.js"
+
+/** Probes and scrapes are not counted, so dashboards show agents' traffic rather than monitoring. */
+const UNCOUNTED = new Set(["healthz", "readyz", "metrics"])
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+const pathOf = (url: string): string => {
+  const q = url.indexOf("?")
+  return q === -1 ? url : url.slice(0, q)
+}
+
+type Presented =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Malformed" }
+  | { readonly _tag: "Token"; readonly token: string; readonly header: string }
+
+const presented = (headers: Readonly<Record<string, string | undefined>>, allowAuthorization: boolean): Presented => {
+  const own = headers["x-mesh-authentication"]
+  if (own !== undefined) {
+    const m = BEARER.exec(own)
+    return m === null
+      ? { _tag: "Malformed" }
+      : { _tag: "Token", token: m[1] as string, header: "x-mesh-authentication" }
+  }
+  const authorization = headers.authorization
+  if (allowAuthorization && authorization !== undefined) {
+    const m = BEARER.exec(authorization)
+    return m === null ? { _tag: "None" } : { _tag: "Token", token: m[1] as string, header: "authorization" }
+  }
+  return { _tag: "None" }
+}
+
+export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(routes: T) =>
+  Effect.gen(function* () {
+    const lookup = Route.table(routes)
+    const token = yield* ApiToken
+    const lifecycle = yield* NodeLifecycle
+    const metrics = yield* Metrics
+    const requests = metrics.counter("mesh_node_http_requests_total", "Local API requests by route and status code.")
+    const latency = metrics.histogram(
+      "mesh_node_http_request_duration_seconds",
+      "Local API request duration by route, in seconds (streams count until they end).",
+      LATENCY_BUCKETS,
+    )
+    const inFlight = metrics.gauge("mesh_node_http_requests_in_flight", "Local API requests being served now.")
+    const active = yield* Ref.make(0)
+
+    /** The request as the handler sees it: the API token removed from wherever it travelled. */
+    const authenticate = (
+      request: HttpServerRequest.HttpServerRequest,
+      access: Route.Access,
+      listener: Listener["Type"],
+    ): Effect.Effect<HttpServerRequest.HttpServerRequest, Unauthorized | Forbidden | StrongTransportRequired> => {
+      const trusted = listener.kind === "socket" || listener.verifiedClient
+      if (access === "open") return Effect.succeed(request)
+      if (access === "strong" && !trusted) {
+        return Effect.fail(
+          new StrongTransportRequired({
+            message: "identity evidence is served only over the Unix socket or a verified mTLS connection",
+          }),
+        )
+      }
+      const headers = { ...request.headers }
+      const found = presented(headers, access !== "forwarding")
+      // Never forward the API token, whichever header carried it and whether or not this caller needed it.
+      delete headers["x-mesh-authentication"]
+      const authorization = BEARER.exec(headers.authorization ?? "")
+      if (authorization !== null && token.matches(authorization[1] as string)) delete headers.authorization
+      const stripped = request.modify({ headers })
+      if (trusted) return Effect.succeed(stripped)
+      if (found._tag === "None") {
+        return Effect.fail(
+          new Unauthorized({
+            message:
+              access === "forwarding"
+                ? "missing API token: send X-Mesh-Authentication: Bearer <token> (Authorization is passed to the service)"
+                : "missing API token: send X-Mesh-Authentication: Bearer <token>",
+          }),
+        )
+      }
+      if (found._tag === "Malformed") {
+        return Effect.fail(new Unauthorized({ message: "X-Mesh-Authentication must be Bearer <token>" }))
+      }
+      return token.matches(found.token)
+        ? Effect.succeed(stripped)
+        : Effect.fail(new Forbidden({ message: "wrong API token" }))
+    }
+
+    const available = (availability: Route.Availability): Effect.Effect<void, Unavailable> =>
+      availability === "always"
+        ? Effect.void
+        : Effect.gen(function* () {
+            const phase = yield* lifecycle.phase
+            if (phase._tag === "LoginRequired") {
+              return yield* new Unavailable({ message: "this node is not enrolled: run mesh-node join" })
+            }
+            if (phase._tag === "Starting") {
+              return yield* new Unavailable({ message: "this node is joining the mesh" })
+            }
+            if (availability === "connected" && !(yield* lifecycle.connected)) {
+              return yield* new Unavailable({ message: "not connected to the mesh" })
+            }
+          })
+
+    const serve = (
+      request: HttpServerRequest.HttpServerRequest,
+      found: ReturnType<typeof lookup>,
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Route.Requirements<T> | Listener> =>
+      Effect.gen(function* () {
+        if (found._tag === "NotFound") return yield* new NotFound({ message: "no such route" })
+        if (found._tag === "WrongMethod") {
+          return yield* new MethodNotAllowed({ message: `use ${found.allow.join(" or ")}`, allow: found.allow })
+        }
+        const listener = yield* Listener
+        const authenticated = yield* authenticate(request, found.route.access, listener)
+        yield* available(found.route.availability)
+        return yield* (found.route.handler as Route.Handler<Route.Requirements<T>>).pipe(
+          Effect.provideService(HttpServerRequest.HttpServerRequest, authenticated),
+          Effect.provideService(Route.RouteMatch, found.match),
+        )
+      })
+
+    return Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const started = yield* Clock.currentTimeNanos
+      const found = lookup(request.method, pathOf(request.url))
+      inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
+      const response = yield* serve(request, found).pipe(
+        Effect.catchAllCause(ErrorResponse.fromCause),
+        Effect.ensuring(
+          Effect.flatMap(
+            Ref.updateAndGet(active, (n) => n - 1),
+            (n) => Effect.sync(() => inFlight.set({}, n)),
+          ),
+        ),
+      )
+      const label = found._tag === "Found" ? found.match.label : "unmatched"
+      if (!UNCOUNTED.has(label)) {
+        requests.inc({ route: label, code: String(response.status) })
+        latency.observe({ route: label }, Number((yield* Clock.currentTimeNanos) - started) / 1e9)
+      }
+      return response
+    })
+  })

@@ -1,0 +1,38 @@
+/**
+ * Runs a handler that writes the Node response itself (the MCP SDK's transport, a streaming proxy) inside an Effect
+ * route: the route completes when the response is finished or the connection closed, and reports the status the
+ * handler wrote, so metrics stay right. The platform skips writing our returned response, since it has ended.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Effect } from "effect"
+
+export const raw = <R>(
+  handle: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void, unknown, R>,
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const req = NodeHttpServerRequest.toIncomingMessage(request)
+    const res = NodeHttpServerRequest.toServerResponse(request)
+    const closed = Effect.async<void>((resume) => {
+      if (res.closed) return resume(Effect.void)
+      const done = () => resume(Effect.void)
+      res.once("close", done)
+      return Effect.sync(() => res.off("close", done))
+    })
+    yield* handle(req, res).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(
+          Effect.logError("local API handler failed", cause),
+          Effect.sync(() => {
+            if (res.headersSent) return void res.end()
+            res.writeHead(500, { "content-type": "application/json", "cache-control": "no-store" })
+            res.end(JSON.stringify({ error: "internal", message: "internal error" }))
+          }),
+        ),
+      ),
+    )
+    yield* closed
+    return HttpServerResponse.empty({ status: res.statusCode })
+  })

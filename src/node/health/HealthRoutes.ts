@@ -1,0 +1,46 @@
+/**
+ * Health and metrics: `/healthz` and `/readyz` answer 200 while the process is up (the spec; agents read readiness
+ * from a 503 on `/mcp`), `/readyz` also saying where the node stands; `/metrics` is the Prometheus text.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
+import { Metrics } from "../../services/operations/Metrics.js"
+import * as Route from "../Route.js"
+
+const meshState = Effect.gen(function* () {
+  const lifecycle = yield* NodeLifecycle
+  const phase = yield* lifecycle.phase
+  if (phase._tag === "LoginRequired") return "login_required"
+  if (phase._tag === "Starting") return "joining"
+  return (yield* lifecycle.connected) ? "connected" : "disconnected"
+})
+
+export const routes = [
+  Route.make({
+    methods: ["GET", "HEAD"],
+    path: "/healthz",
+    label: "healthz",
+    access: "open",
+    availability: "always",
+    handler: HttpServerResponse.json({ status: "ok" }),
+  }),
+  Route.make({
+    methods: ["GET", "HEAD"],
+    path: "/readyz",
+    label: "readyz",
+    access: "open",
+    availability: "always",
+    handler: Effect.flatMap(meshState, (mesh) => HttpServerResponse.json({ status: "ready", mesh })),
+  }),
+  Route.make({
+    methods: ["GET"],
+    path: "/metrics",
+    label: "metrics",
+    access: "token",
+    availability: "always",
+    handler: Effect.map(Metrics, (metrics) =>
+      HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
+    ),
+  }),
+]

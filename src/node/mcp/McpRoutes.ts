@@ -1,0 +1,74 @@
+/**
+ * `/mcp` (and `/`, its alias): the node's MCP server over Streamable HTTP. Before the node has an identity it serves
+ * the login server; while joining or disconnected it answers 503 (the agent's readiness signal); then the full
+ * server. The older SSE transport is refused with 400 and a pointer to Streamable HTTP: a GET without a session is
+ * its event stream, `/sse` and `/messages` its routes.
+ */
+
+import { HttpServerRequest } from "@effect/platform"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { Effect, Option } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import { BadRequest, Unavailable } from "../../domain/Errors.js"
+import { McpGateway } from "../../services/mcp/McpGateway.js"
+import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
+import { raw } from "../RawHandler.js"
+import * as Route from "../Route.js"
+import * as LoginServer from "./LoginServer.js"
+
+const LEGACY = new BadRequest({
+  message:
+    "the HTTP+SSE MCP transport is not supported: connect with Streamable HTTP (POST /mcp, protocol 2025-06-18 or newer)",
+})
+
+const login = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (request.method !== "POST") return yield* LEGACY
+  const settings = yield* NodeConfig
+  return yield* raw((req, res) =>
+    Effect.promise(async () => {
+      // Stateless: a server and transport per request, since the login server keeps nothing between calls.
+      const server = LoginServer.make(Option.getOrUndefined(settings.controlPlaneUrl))
+      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
+      res.once("close", () => {
+        void transport.close()
+        void server.close()
+      })
+      await server.connect(transport)
+      await transport.handleRequest(req, res)
+    }),
+  )
+})
+
+const handler = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  if (request.method === "GET" && request.headers["mcp-session-id"] === undefined) return yield* LEGACY
+  const lifecycle = yield* NodeLifecycle
+  const phase = yield* lifecycle.phase
+  if (phase._tag === "LoginRequired") return yield* login
+  if (phase._tag === "Starting") return yield* new Unavailable({ message: "this node is joining the mesh" })
+  if (!(yield* lifecycle.connected)) return yield* new Unavailable({ message: "not connected to the mesh" })
+  const gateway = yield* Effect.provide(McpGateway, phase.context)
+  return yield* raw(gateway.handle)
+})
+
+const mcp = (path: string) =>
+  Route.make({
+    methods: ["POST", "GET", "DELETE"],
+    path,
+    label: "mcp",
+    access: "token",
+    availability: "always",
+    handler,
+  })
+
+const legacy = (methods: ReadonlyArray<"GET" | "POST">, path: string) =>
+  Route.make({ methods, path, label: "mcp", access: "token", availability: "always", handler: Effect.fail(LEGACY) })
+
+export const routes = [
+  mcp("/mcp"),
+  mcp("/"),
+  legacy(["GET"], "/sse"),
+  legacy(["POST"], "/messages"),
+  legacy(["POST"], "/message"),
+]

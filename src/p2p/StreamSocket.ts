@@ -1,0 +1,129 @@
+/**
+ * A libp2p stream dressed as a `net.Socket`, so that `node:http` (client and server) speaks HTTP/1.1 over it. Reads
+ * honour backpressure: when the HTTP side stops reading, the stream is paused, which stops yamux's window updates
+ * and so the remote's sending. Writes wait for the stream to drain.
+ *
+ * Closing: `end()` closes our writing side (the remote reads EOF). `destroy()` without an error closes our writing
+ * side too and ignores what still arrives: node:http destroys a socket that way after a complete exchange, and a
+ * reset then could cut off the other side's last bytes. `destroy(error)` resets the stream at once; callers that
+ * abandon an exchange reset the stream themselves (`abort`).
+ */
+import { Duplex } from "node:stream"
+import type { Connection, Stream } from "@libp2p/interface"
+import { Uint8ArrayList } from "uint8arraylist"
+
+/**
+ * yamux may have granted the remote up to 16 MiB of window before we pause; the stream resets when its read buffer
+ * outgrows its limit (4 MiB by default), so the limit must exceed the largest window.
+ */
+const READ_BUFFER_LIMIT = 32 * 1024 * 1024
+
+/**
+ * What may wait in the socket unread before the stream is paused. Pausing stops yamux's window updates, so the
+ * sender stalls for a round trip after every pause; with node's 16 KiB default a large body paused on nearly every
+ * frame. The yamux window already bounds what can arrive.
+ */
+const READ_HIGH_WATER = 1024 * 1024
+
+export class StreamSocket extends Duplex {
+  /** node:http reads these from its sockets. */
+  readonly connecting = false
+  readonly remoteAddress: string
+  readonly remotePeer: string
+  readonly connection: Connection
+  private readonly stream: Stream
+
+  constructor(stream: Stream, connection: Connection) {
+    super({ allowHalfOpen: true, readableHighWaterMark: READ_HIGH_WATER })
+    this.stream = stream
+    this.connection = connection
+    this.remotePeer = connection.remotePeer.toString()
+    this.remoteAddress = this.remotePeer
+    stream.maxReadBufferLength = Math.max(stream.maxReadBufferLength, READ_BUFFER_LIMIT)
+    stream.addEventListener("message", (event) => {
+      const data = event.data
+      const bytes = data instanceof Uint8Array ? data : data.subarray()
+      if (!this.push(bytes) && stream.readStatus === "readable") stream.pause()
+    })
+    // 'end': the remote closed its writing side and everything it sent has been delivered.
+    stream.addEventListener("end", () => this.push(null))
+    stream.addEventListener("close", (event) => {
+      if (event.error !== undefined) this.destroy(event.error)
+      else if (stream.readBufferLength === 0 && !this.readableEnded) this.push(null)
+    })
+  }
+
+  /** Resets the stream: the remote sees the exchange fail, not end. */
+  abort(reason: Error): void {
+    this.stream.abort(reason)
+    this.destroy(reason)
+  }
+
+  override _read(): void {
+    if (this.stream.readStatus === "paused") this.stream.resume()
+  }
+
+  override _write(chunk: Uint8Array, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.send(chunk, callback)
+  }
+
+  override _writev(
+    chunks: Array<{ chunk: Uint8Array; encoding: BufferEncoding }>,
+    callback: (error?: Error | null) => void,
+  ): void {
+    this.send(new Uint8ArrayList(...chunks.map((c) => c.chunk)), callback)
+  }
+
+  private send(data: Uint8Array | Uint8ArrayList, callback: (error?: Error | null) => void): void {
+    try {
+      if (this.stream.send(data)) {
+        callback()
+        return
+      }
+      this.stream.onDrain().then(
+        () => callback(),
+        (error: unknown) => callback(asError(error)),
+      )
+    } catch (error) {
+      callback(asError(error))
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.closeWriting().then(() => callback(), callback)
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    if (error !== null) this.stream.abort(error)
+    else void this.closeWriting()
+    callback(error)
+  }
+
+  private closeWriting(): Promise<void> {
+    if (this.stream.writeStatus !== "writable") return Promise.resolve()
+    return this.stream.close().catch((error: unknown) => this.stream.abort(asError(error)))
+  }
+
+  // What node:http calls on a net.Socket; a stream has no such knobs.
+  setTimeout(_ms: number, callback?: () => void): this {
+    if (callback !== undefined) this.once("timeout", callback)
+    return this
+  }
+  setNoDelay(): this {
+    return this
+  }
+  setKeepAlive(): this {
+    return this
+  }
+  ref(): this {
+    return this
+  }
+  unref(): this {
+    return this
+  }
+  address(): Record<string, never> {
+    return {}
+  }
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))

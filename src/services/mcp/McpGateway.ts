@@ -1,0 +1,15 @@
+/**
+ * The node's MCP server for local agents (Streamable HTTP on `/mcp`): tools to see the mesh, find services and tools
+ * on peers and call them. Sessions are kept per client (`Mcp-Session-Id`) until the client ends them or they idle out.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Context, type Effect } from "effect"
+
+export interface McpGatewayService {
+  /** Serves one HTTP request of the MCP server on the raw Node request and response. */
+  readonly handle: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void>
+  /** Open sessions, for metrics and diagnostics. */
+  readonly sessions: Effect.Effect<number>
+}
+
+export class McpGateway extends Context.Tag("mesh/McpGateway")<McpGateway, McpGatewayService>() {}

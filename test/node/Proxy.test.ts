@@ -1,0 +1,528 @@
+/**
+ * The reverse proxy to a service on a peer, end to end: a control plane, a router and three nodes in this process
+ * over loopback (real libp2p, real HTTP, real time). Node B publishes the MCP reference server and a small test
+ * backend; A calls them through `http://<A>/mesh/<B>/<type>/<name>/...`; C has an egress floor B does not meet.
+ */
+import { request as httpRequest, type IncomingMessage } from "node:http"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import * as PeerKey from "../../src/domain/PeerKey.js"
+import { StreamSocket } from "../../src/p2p/StreamSocket.js"
+import { MeshHost } from "../../src/services/mesh/MeshHost.js"
+import { PeerProxy, PROTOCOL } from "../../src/services/proxy/PeerProxy.js"
+import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
+import * as NodeHarness from "../../src/testing/NodeHarness.js"
+import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import { enrolledPeer } from "../mesh/support.js"
+import { admin, setPolicy } from "../support/admin.js"
+import { type Echoed, everything, testBackend } from "./backends.js"
+
+const POLICY = {
+  roles: [
+    {
+      name: "mesh:role:node",
+      allowed_labels: ["*"],
+      allowed_services: ["mcp://everything", "inference://*", "a2a://agent", "mcp://local"],
+      allowed_targets: ["*"],
+    },
+  ],
+  bindings: [],
+}
+
+const service = (type: "mcp" | "inference" | "a2a", name: string, target: string) => ({
+  name,
+  type,
+  description: "",
+  target_url: target,
+  env: {},
+})
+
+class Mesh extends Context.Tag("test/Mesh")<
+  Mesh,
+  {
+    readonly a: NodeHarness.NodeHarness
+    readonly b: NodeHarness.NodeHarness
+    readonly c: NodeHarness.NodeHarness
+    readonly bId: string
+    readonly aId: string
+    readonly cp: ControlPlaneHarness.ControlPlaneHarness
+    readonly backend: Effect.Effect.Success<typeof testBackend>
+  }
+>() {}
+
+const MeshLive = Layer.scoped(
+  Mesh,
+  Effect.gen(function* () {
+    const mcp = yield* everything
+    const backend = yield* testBackend
+    const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
+    yield* setPolicy(cp, POLICY)
+    yield* RouterHarness.make(cp)
+    const b = yield* NodeHarness.make(cp, {
+      file: {
+        labels: { zone: "eu", tier: "gold" },
+        egress: { require_labels: {} },
+        services: [
+          service("mcp", "everything", mcp.url),
+          service("inference", "stream", backend.url),
+          service("a2a", "agent", `${backend.url}/a2a`),
+          service("mcp", "hidden", backend.url),
+          { name: "local", type: "mcp", description: "", command: ["true"], env: {} },
+        ],
+      },
+    })
+    const a = yield* NodeHarness.make(cp)
+    const c = yield* NodeHarness.make(cp, {
+      file: { labels: {}, egress: { require_labels: { zone: "us" } }, services: [] },
+    })
+    yield* Effect.all([a.connected, b.connected, c.connected], { concurrency: "unbounded" })
+    return { a, b, c, cp, aId: yield* a.peerId, bId: yield* b.peerId, backend }
+  }),
+)
+
+interface Answer {
+  readonly status: number
+  readonly headers: IncomingMessage["headers"]
+  readonly body: string
+}
+
+/** One request that sends the path exactly as given (a URL, as fetch takes, would resolve `..` and `%2e%2e`). */
+const call = (
+  base: string,
+  path: string,
+  init: { readonly method?: string; readonly headers?: Record<string, string>; readonly body?: string } = {},
+): Effect.Effect<Answer> =>
+  Effect.async<Answer>((resume) => {
+    const { hostname, port } = new URL(base)
+    const options = { hostname, port, path, method: init.method ?? "GET", headers: init.headers }
+    const req = httpRequest(options, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () =>
+        resume(
+          Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        ),
+      )
+    })
+    req.on("error", (e) => resume(Effect.die(e)))
+    req.end(init.body)
+  })
+
+/** A service of a node that has joined: its member context. */
+const memberService = <I, S>(node: NodeHarness.NodeHarness, tag: Context.Tag<I, S>) =>
+  Effect.flatMap(node.lifecycle.phase, (phase) =>
+    phase._tag === "Member"
+      ? Effect.succeed(Context.get(phase.context as Context.Context<I>, tag))
+      : Effect.dieMessage("the node is not a member"),
+  )
+
+/** One HTTP/1.1 exchange written straight onto a `/mesh/proxy/1.0.0` stream, as any peer could. */
+const overStream = (socket: StreamSocket, path: string) =>
+  Effect.async<Answer>((resume) => {
+    const req = httpRequest({ createConnection: () => socket, path, method: "GET" }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () =>
+        resume(
+          Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }),
+        ),
+      )
+    })
+    req.on("error", (e) => resume(Effect.die(e)))
+    req.end()
+  })
+
+const token = (node: NodeHarness.NodeHarness) => ({ "x-mesh-authentication": `Bearer ${node.apiToken}` })
+const errorOf = (answer: Answer) => JSON.parse(answer.body) as { error: string; message: string }
+
+layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("proxy to a service on a peer", (it) => {
+  it.effect(
+    "a whole MCP session with the reference server: tools, progress, sampling, roots on the GET stream, DELETE",
+    () =>
+      Effect.gen(function* () {
+        const { a, bId } = yield* Mesh
+        const client = new Client(
+          { name: "proxy-test", version: "1.0.0" },
+          { capabilities: { sampling: {}, roots: { listChanged: true }, elicitation: {} } },
+        )
+        client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+          model: "test-model",
+          role: "assistant",
+          content: { type: "text", text: "sampled through the mesh" },
+        }))
+        let rootsAsked = 0
+        client.setRequestHandler(ListRootsRequestSchema, async () => {
+          rootsAsked += 1
+          return { roots: [{ uri: "file:///mesh-test", name: "mesh test root" }] }
+        })
+        client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "decline" }))
+        const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mesh/${bId}/mcp/everything`), {
+          requestInit: { headers: token(a) },
+        })
+        yield* Effect.promise(() => client.connect(transport))
+        expect(client.getServerVersion()?.name).toBe("mcp-servers/everything")
+        const sessionId = transport.sessionId
+        expect(sessionId).toBeDefined()
+
+        const tools = yield* Effect.promise(() => client.listTools())
+        const names = tools.tools.map((t) => t.name)
+        expect(names).toEqual(
+          expect.arrayContaining(["echo", "trigger-long-running-operation", "trigger-sampling-request"]),
+        )
+
+        const progress: Array<number> = []
+        const long = yield* Effect.promise(() =>
+          client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 4 } }, undefined, {
+            onprogress: (p) => progress.push(p.progress),
+          }),
+        )
+        expect(progress).toEqual([1, 2, 3, 4])
+        expect(JSON.stringify(long.content)).toContain("Long running operation completed")
+
+        const sampled = yield* Effect.promise(() =>
+          client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hello", maxTokens: 10 } }),
+        )
+        expect(JSON.stringify(sampled.content)).toContain("sampled through the mesh")
+
+        // The server asks for roots outside any request, on the GET stream.
+        const roots = yield* Effect.promise(() => client.callTool({ name: "get-roots-list", arguments: {} }))
+        expect(JSON.stringify(roots.content)).toContain("file:///mesh-test")
+        expect(rootsAsked).toBeGreaterThan(0)
+
+        yield* Effect.promise(() => transport.terminateSession())
+        yield* Effect.promise(() => client.close())
+        // The session is gone at the server: a request naming it is refused.
+        const after = yield* call(a.url, `/mesh/${bId}/mcp/everything`, {
+          method: "POST",
+          headers: {
+            ...token(a),
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": sessionId ?? "",
+            "mcp-protocol-version": "2025-06-18",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+        })
+        expect(after.status).toBeGreaterThanOrEqual(400)
+        expect(after.status).toBeLessThan(500)
+      }),
+  )
+
+  it.effect("MCP statuses and headers pass unchanged: 406 without event-stream, 415 for text/plain", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const init = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+      })
+      const path = `/mesh/${bId}/mcp/everything`
+      const notAcceptable = yield* call(a.url, path, {
+        method: "POST",
+        headers: { ...token(a), "content-type": "application/json", accept: "application/json" },
+        body: init,
+      })
+      expect(notAcceptable.status).toBe(406)
+      const unsupported = yield* call(a.url, path, {
+        method: "POST",
+        headers: { ...token(a), "content-type": "text/plain", accept: "application/json, text/event-stream" },
+        body: init,
+      })
+      expect(unsupported.status).toBe(415)
+      const ok = yield* call(a.url, path, {
+        method: "POST",
+        headers: { ...token(a), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: init,
+      })
+      expect(ok.status).toBe(200)
+      expect(ok.headers["mcp-session-id"]).toMatch(/^[0-9a-f-]{36}$/)
+      expect(ok.headers["content-type"]).toContain("text/event-stream")
+    }),
+  )
+
+  it.effect("server-sent events arrive one by one, as the backend sends them", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const arrivals = yield* Effect.async<ReadonlyArray<number>>((resume) => {
+        const times: Array<number> = []
+        let text = ""
+        const req = httpRequest(`${a.url}/mesh/${bId}/inference/stream/events`, { headers: token(a) }, (res) => {
+          res.on("data", (chunk: Buffer) => {
+            text += chunk.toString()
+            const complete = text.split("\n\n").length - 1
+            while (times.length < complete) times.push(performance.now())
+          })
+          res.on("end", () => resume(Effect.succeed(times)))
+        })
+        req.end()
+      })
+      expect(arrivals.length).toBe(20)
+      const first = arrivals[0] ?? 0
+      const last = arrivals[19] ?? 0
+      // The backend spends 1.9 s between its first and last event; buffering would deliver them together at the end.
+      expect(last - first).toBeGreaterThan(1000)
+      const gaps = arrivals.slice(1).map((t, i) => t - (arrivals[i] ?? t))
+      expect(gaps.filter((g) => g > 30).length).toBeGreaterThanOrEqual(15)
+    }),
+  )
+
+  it.effect("a client that goes away closes the backend request within a second", () =>
+    Effect.gen(function* () {
+      const { a, bId, backend } = yield* Mesh
+      const before = backend.holdClosedAt.length
+      const closedAt = yield* Effect.async<number>((resume) => {
+        const req = httpRequest(`${a.url}/mesh/${bId}/inference/stream/hold`, { headers: token(a) }, (res) => {
+          res.once("data", () => {
+            const at = performance.now()
+            req.destroy()
+            resume(Effect.succeed(at))
+          })
+        })
+        req.end()
+      })
+      yield* Effect.gen(function* () {
+        while (backend.holdClosedAt.length === before) yield* Effect.sleep(Duration.millis(20))
+      }).pipe(Effect.timeout(Duration.seconds(10)))
+      const backendClosed = backend.holdClosedAt[before] ?? Number.POSITIVE_INFINITY
+      expect(backendClosed - closedAt).toBeLessThan(1000)
+    }),
+  )
+
+  it.effect("paths with '..', plain or percent-encoded, are refused with 400", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      for (const path of [
+        `/mesh/${bId}/inference/stream/../../etc/passwd`,
+        `/mesh/${bId}/inference/stream/%2e%2e/secret`,
+        `/mesh/${bId}/inference/stream/.%2E/secret`,
+        `/mesh/${bId}/inference/stream/a/%2E%2E%2fsecret`,
+      ]) {
+        const answer = yield* call(a.url, path, { headers: token(a) })
+        expect([path, answer.status]).toEqual([path, 400])
+        expect(errorOf(answer).message).toContain("'..'")
+      }
+    }),
+  )
+
+  it.effect("required labels: one attested pair is enough, none is 403, bad syntax is 400", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const path = `/mesh/${bId}/inference/stream/echo`
+      const none = yield* call(a.url, path, { headers: { ...token(a), "x-mesh-required-labels": "zone=us" } })
+      expect(none.status).toBe(403)
+      expect(errorOf(none).message).toContain("required labels")
+      const one = yield* call(a.url, path, { headers: { ...token(a), "x-mesh-required-labels": "zone=us,tier=gold" } })
+      expect(one.status).toBe(200)
+      // The requirement is for this node, not the service.
+      expect((JSON.parse(one.body) as Echoed).headers["x-mesh-required-labels"]).toBeUndefined()
+      const bad = yield* call(a.url, path, { headers: { ...token(a), "x-mesh-required-labels": "zone" } })
+      expect(bad.status).toBe(400)
+    }),
+  )
+
+  it.effect("the operator's egress floor must be attested in full: 403 otherwise", () =>
+    Effect.gen(function* () {
+      const { c, bId } = yield* Mesh
+      const answer = yield* call(c.url, `/mesh/${bId}/inference/stream/echo`, { headers: token(c) })
+      expect(answer.status).toBe(403)
+      expect(errorOf(answer).message).toContain("egress.require_labels")
+    }),
+  )
+
+  it.effect("the serving peer's policy decides: a service no role lists is 403 naming the rule", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const denied = yield* call(a.url, `/mesh/${bId}/mcp/hidden`, { method: "POST", headers: token(a) })
+      expect(denied.status).toBe(403)
+      expect(errorOf(denied)).toEqual({ error: "forbidden", message: expect.stringContaining("allowed_services") })
+      const unknown = yield* call(a.url, `/mesh/${bId}/inference/nothing-here`, { headers: token(a) })
+      expect(unknown.status).toBe(404)
+      const command = yield* call(a.url, `/mesh/${bId}/mcp/local`, { method: "POST", headers: token(a) })
+      expect(command.status).toBe(501)
+      expect(errorOf(command).error).toBe("not_implemented")
+    }),
+  )
+
+  it.effect("the API token is refused in Authorization; a backend's Authorization is passed on, cookies are not", () =>
+    Effect.gen(function* () {
+      const { a, aId, bId } = yield* Mesh
+      const path = `/mesh/${bId}/inference/stream/echo?q=1&r=%20x`
+      const onlyAuthorization = yield* call(a.url, path, { headers: { authorization: `Bearer ${a.apiToken}` } })
+      expect(onlyAuthorization.status).toBe(401)
+      const answer = yield* call(a.url, path, {
+        method: "PUT",
+        headers: {
+          ...token(a),
+          authorization: "Bearer backend-secret",
+          cookie: "session=node-cookie",
+          "x-forwarded-for": "1.2.3.4",
+          "x-mesh-peer-id": "forged",
+          "content-type": "text/plain",
+        },
+        body: "payload",
+      })
+      expect(answer.status).toBe(200)
+      expect(answer.headers["x-backend"]).toBe("echo")
+      const echoed = JSON.parse(answer.body) as Echoed
+      expect(echoed.method).toBe("PUT")
+      expect(echoed.url).toBe("/echo?q=1&r=%20x")
+      expect(echoed.body).toBe("payload")
+      expect(echoed.headers.authorization).toBe("Bearer backend-secret")
+      expect(echoed.headers["x-mesh-authentication"]).toBeUndefined()
+      expect(echoed.headers.cookie).toBeUndefined()
+      expect(echoed.headers["x-mesh-peer-id"]).toBe(aId)
+      expect(echoed.headers["x-forwarded-for"]).toBe(aId)
+      expect(echoed.headers["x-forwarded-host"]).toBe(new URL(a.url).host)
+      expect(echoed.headers["x-forwarded-proto"]).toBe("http")
+      expect(echoed.headers["x-forwarded-prefix"]).toBe(`/mesh/${bId}/inference/stream`)
+    }),
+  )
+
+  it.effect("an A2A agent card comes back with its interface URLs on the proxy path", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const answer = yield* call(a.url, `/mesh/${bId}/a2a/agent/.well-known/agent-card.json`, { headers: token(a) })
+      expect(answer.status).toBe(200)
+      const card = JSON.parse(answer.body) as {
+        url: string
+        additionalInterfaces: Array<{ url: string }>
+        skills: Array<{ url: string }>
+      }
+      const proxied = `${a.url}/mesh/${bId}/a2a/agent`
+      expect(card.url).toBe(`${proxied}/rpc`)
+      expect(card.additionalInterfaces.map((i) => i.url)).toEqual([`${proxied}/rpc`, proxied])
+      expect(card.skills[0]?.url).toBe("http://keep.invalid/")
+      expect(answer.headers["content-length"]).toBe(String(Buffer.byteLength(answer.body)))
+    }),
+  )
+
+  it.effect("bad peer ids are 400, a peer nobody can reach is 502", () =>
+    Effect.gen(function* () {
+      const { a } = yield* Mesh
+      const bad = yield* call(a.url, "/mesh/not-a-peer/mcp/everything", { headers: token(a) })
+      expect(bad.status).toBe(400)
+      const nobody = PeerKey.generate().peerId
+      const unreachable = yield* call(a.url, `/mesh/${nobody}/mcp/everything`, { headers: token(a) })
+      expect(unreachable.status).toBe(502)
+      expect(errorOf(unreachable).error).toBe("bad_gateway")
+    }),
+  )
+
+  it.effect("other node code calls peers with PeerProxy.fetch, streaming, statuses kept", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const proxy = yield* memberService(a, PeerProxy)
+      const created = yield* proxy.fetch(bId, "inference", "stream", "/created?x=1", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ hello: "mesh" }),
+      })
+      expect(created.status).toBe(201)
+      const echoed = (yield* Effect.promise(() => created.json())) as Echoed
+      expect(echoed.url).toBe("/created?x=1")
+      expect(echoed.body).toBe('{"hello":"mesh"}')
+      const refused = yield* proxy
+        .fetch(bId, "inference", "stream", "/echo", { requiredLabels: { zone: "mars" } })
+        .pipe(Effect.flip)
+      expect(refused._tag).toBe("Forbidden")
+    }),
+  )
+
+  it.effect("many requests run at once over one connection while an SSE stream stays open", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const stream = call(a.url, `/mesh/${bId}/inference/stream/events`, { headers: token(a) }).pipe(Effect.fork)
+      const streaming = yield* stream
+      const answers = yield* Effect.all(
+        Array.from({ length: 40 }, (_, i) =>
+          call(a.url, `/mesh/${bId}/inference/stream/echo?i=${i}`, {
+            method: "POST",
+            headers: token(a),
+            body: `request ${i}`,
+          }),
+        ),
+        { concurrency: "unbounded" },
+      )
+      expect(answers.filter((x) => x.status !== 200).map((x) => x.body)).toEqual([])
+      expect(answers.map((x) => x.status)).toEqual(answers.map(() => 200))
+      expect(answers.map((x) => (JSON.parse(x.body) as Echoed).body)).toEqual(answers.map((_, i) => `request ${i}`))
+      expect((yield* streaming.await)._tag).toBe("Success")
+      // A reached B through the router: nothing told it a direct address, so every request above was relayed.
+      const host = yield* memberService(a, MeshHost)
+      const toB = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === bId)
+      expect(toB.length).toBe(1)
+      expect(toB[0]?.limits).toBeDefined()
+      // Every exchange closed its stream on both sides: none is left open on the connection.
+      const open = () => (toB[0]?.streams ?? []).filter((x) => x.protocol === PROTOCOL).length
+      yield* Effect.sync(open).pipe(
+        Effect.filterOrFail((n) => n === 0),
+        Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("5 seconds"))),
+        Effect.catchAll(() => Effect.sync(() => expect(open()).toBe(0))),
+      )
+    }),
+  )
+
+  it.scoped("the serving peer checks for itself: a peer writing its own requests meets the same refusals", () =>
+    Effect.gen(function* () {
+      const { b, bId, cp } = yield* Mesh
+      const peer = yield* enrolledPeer(cp)
+      const addresses = yield* (yield* memberService(b, MeshHost)).addresses
+      const direct = addresses.find((x) => x.includes("/tcp/") && !x.includes("p2p-circuit")) ?? ""
+      yield* peer.host.dial(direct)
+      const ask = (path: string) =>
+        Effect.flatMap(peer.host.openStream(bId, PROTOCOL), ({ stream, connection }) =>
+          overStream(new StreamSocket(stream, connection), path),
+        )
+      const dots = yield* ask("/inference/stream/%2E%2e/secret")
+      expect(dots.status).toBe(400)
+      const hidden = yield* ask("/mcp/hidden")
+      expect(hidden.status).toBe(403)
+      expect(errorOf(hidden).message).toContain("allowed_services")
+      const ok = yield* ask("/inference/stream/echo")
+      expect(ok.status).toBe(200)
+      // One request per stream: the serving peer ends the stream with its answer.
+      expect(ok.headers.connection).toBe("close")
+      expect((JSON.parse(ok.body) as Echoed).headers["x-mesh-peer-id"]).toBe(peer.peer.peerId)
+    }),
+  )
+})
+
+describe("proxy and bans", () => {
+  it.live("a banned peer is unreachable through the proxy within 5 s of the ban", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const backend = yield* testBackend
+        const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
+        yield* setPolicy(cp, POLICY)
+        yield* RouterHarness.make(cp)
+        const b = yield* NodeHarness.make(cp, {
+          file: { labels: {}, egress: { require_labels: {} }, services: [service("inference", "stream", backend.url)] },
+        })
+        const a = yield* NodeHarness.make(cp)
+        yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
+        const bId = yield* b.peerId
+        const path = `/mesh/${bId}/inference/stream/echo`
+        expect((yield* call(a.url, path, { headers: token(a) })).status).toBe(200)
+
+        expect((yield* admin(cp, "POST", "/admin/revoke", { peer_id: bId })).status).toBe(200)
+        const banned = performance.now()
+        const refused = yield* call(a.url, path, { headers: token(a) }).pipe(
+          Effect.filterOrFail((answer) => answer.status !== 200),
+          Effect.retry(Schedule.spaced("100 millis")),
+          Effect.timeout(Duration.seconds(10)),
+        )
+        expect(performance.now() - banned).toBeLessThan(5000)
+        expect(refused.status).toBe(502)
+        expect(errorOf(refused).message).toContain("banned")
+      }),
+    ),
+  )
+})
