@@ -53,6 +53,7 @@ const referenced = (value: unknown, schemas: Json): Json => {
 }
 
 export const make = (): Json => {
+  // Walked as the plain JSON it is: the generator's interfaces have no index signatures to walk it by.
   const spec = OpenApi.fromApi(ControlPlaneApi) as unknown as Json
   const paths: Json = {}
   for (const [path, item] of Object.entries(isRecord(spec.paths) ? spec.paths : {})) {

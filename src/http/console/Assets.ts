@@ -1,6 +1,6 @@
 /**
  * The console's built files (`npm run build` writes them to `dist/console/`: `index.html` and `assets/`), read once
- * into memory when the server starts, and the headers every console answer carries. The Content-Security-Policy
+ * into memory at the first request for them, and the headers every console answer carries. The Content-Security-Policy
  * allows nothing but this control plane's own scripts, styles, images and API, no inline code, no framing, no form
  * submissions (the console's forms are handled by its script; a form submitted without it must not put a token in a
  * URL), and Trusted Types with no policy, so no script can write HTML from strings.

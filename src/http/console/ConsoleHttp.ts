@@ -12,40 +12,46 @@ const notBuilt = new NotFound({ message: "the console is not built into this ins
 export const ConsoleHttpLive = HttpApiBuilder.group(ControlPlaneApi, "console", (handlers) =>
   Effect.gen(function* () {
     const signIn = yield* ConsoleSignIn
-    const files = yield* Assets.load()
-    const description = HttpServerResponse.unsafeJson(OpenApiDocument.make())
+    // Both are made on first use, not here: the server already listens while handlers are built, and a request
+    // arriving before they are installed waits unanswered, so nothing slow may happen in this window.
+    const loadFiles = yield* Effect.cached(Assets.load())
+    const describeApi = yield* Effect.cached(Effect.sync(() => HttpServerResponse.unsafeJson(OpenApiDocument.make())))
 
     return handlers
-      .handle("openApi", () => Effect.succeed(description))
+      .handle("openApi", () => describeApi)
       .handle("page", () =>
-        Option.match(files, {
-          onNone: () => Effect.fail(notBuilt),
-          onSome: ({ page }) =>
-            Effect.succeed(
-              HttpServerResponse.uint8Array(page, {
-                contentType: "text/html; charset=utf-8",
-                // The page names the current files: always ask again.
-                headers: { ...Assets.SECURITY_HEADERS, "cache-control": "no-cache" },
-              }),
-            ),
+        Effect.flatMap(loadFiles, (files) =>
+          Option.match(files, {
+            onNone: () => Effect.fail(notBuilt),
+            onSome: ({ page }) =>
+              Effect.succeed(
+                HttpServerResponse.uint8Array(page, {
+                  contentType: "text/html; charset=utf-8",
+                  // The page names the current files: always ask again.
+                  headers: { ...Assets.SECURITY_HEADERS, "cache-control": "no-cache" },
+                }),
+              ),
+          }),
+        ),
+      )
+      .handle("asset", ({ path }) =>
+        Effect.flatMap(loadFiles, (files) => {
+          const body = Option.flatMap(files, ({ assets }) => Option.fromNullable(assets.get(path.file)))
+          const contentType = Assets.contentTypeOf(path.file)
+          if (Option.isNone(body) || contentType === undefined) {
+            return Effect.fail(Option.isNone(files) ? notBuilt : new NotFound({ message: "no such console file" }))
+          }
+          return Effect.succeed(
+            HttpServerResponse.uint8Array(body.value, {
+              contentType,
+              headers: {
+                ...Assets.SECURITY_HEADERS,
+                "cache-control": Assets.isImmutable(path.file) ? "public, max-age=31536000, immutable" : "no-cache",
+              },
+            }),
+          )
         }),
       )
-      .handle("asset", ({ path }) => {
-        const body = Option.flatMap(files, ({ assets }) => Option.fromNullable(assets.get(path.file)))
-        const contentType = Assets.contentTypeOf(path.file)
-        if (Option.isNone(body) || contentType === undefined) {
-          return Effect.fail(Option.isNone(files) ? notBuilt : new NotFound({ message: "no such console file" }))
-        }
-        return Effect.succeed(
-          HttpServerResponse.uint8Array(body.value, {
-            contentType,
-            headers: {
-              ...Assets.SECURITY_HEADERS,
-              "cache-control": Assets.isImmutable(path.file) ? "public, max-age=31536000, immutable" : "no-cache",
-            },
-          }),
-        )
-      })
       .handle("signInOptions", () =>
         Effect.map(signIn.options, (o) => ({
           issuer: o.issuer,
