@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     setupFiles: ["./test/setup.ts"],
-    globalSetup: ["./test/support/globalSetup.ts"],
+    globalSetup: ["./test/support/globalSetup.ts", "./test/support/buildConsole.ts"],
     pool: "forks",
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -86,6 +86,7 @@ const banner = (
 mesh-one: a development mesh on this machine
 
   control plane  ${cp}   (sqlite: ${join(dir, "control-plane.db")})
+  console        ${cp}/console   (sign in with the admin token, or as any user through the issuer)
   router         ${routers.join(" ")}
   node           ${node.url}   (local API; socket ${node.socket})
   API token      ${node.tokenPath}   (mode 0600; the node's local API wants it on TCP)

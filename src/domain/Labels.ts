@@ -4,6 +4,7 @@
  */
 import { Either } from "effect"
 import { isSafeTerm } from "../crypto/Biscuit.js"
+import { matches } from "./LabelPattern.js"
 
 const KEY = /^[a-zA-Z0-9_.-]{1,63}$/
 
@@ -28,8 +29,7 @@ export const isPattern = (pattern: string): boolean => {
   return KEY.test(key) && value.length > 0 && !value.includes("=") && !value.includes(",") && isSafeTerm(value)
 }
 
-export const matches = (pattern: string, key: string, value: string): boolean =>
-  pattern === "*" || pattern === `${key}=*` || pattern === `${key}=${value}`
+export { matches } from "./LabelPattern.js"
 
 /** The first label no pattern allows, if any: `key=value`. */
 export const firstDisallowed = (

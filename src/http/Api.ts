@@ -4,6 +4,7 @@ import { AdminApi } from "./admin/AdminApi.js"
 import { AdminNodesApi } from "./admin/NodesApi.js"
 import { AdminStatusApi } from "./admin/StatusApi.js"
 import { CatalogApi } from "./catalog/CatalogApi.js"
+import { ConsoleApi } from "./console/ConsoleApi.js"
 import { CredentialsApi } from "./credentials/CredentialsApi.js"
 import { EnrollmentApi } from "./enrollment/EnrollmentApi.js"
 import { PoliciesApi } from "./policies/PoliciesApi.js"
@@ -21,4 +22,5 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(AdminApi)
   .add(AdminNodesApi)
   .add(AdminStatusApi)
-  .add(UserApi) {}
+  .add(UserApi)
+  .add(ConsoleApi) {}

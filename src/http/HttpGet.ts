@@ -1,13 +1,14 @@
 /**
- * GET a small JSON document over node:http / node:https: the control plane's outbound HTTP (OIDC discovery and JWKS).
- * Our own client rather than global fetch so TLS verification can be switched off (`--insecure-skip-tls-verify`) and
- * the body is capped while it streams in. The timeout runs on Effect's Clock, like every other deadline.
+ * GET a small JSON document over node:http / node:https: the control plane's outbound HTTP (OIDC discovery and JWKS,
+ * and the one form POST of the console's sign-in code exchange). Our own client rather than global fetch so TLS
+ * verification can be switched off (`--insecure-skip-tls-verify`) and the body is capped while it streams in. The
+ * timeout runs on Effect's Clock, like every other deadline.
  */
 import * as http from "node:http"
 import * as https from "node:https"
 import { Data, Duration, Effect } from "effect"
 
-/** Why a GET failed; `reason` is short and safe to show (no body, no headers); `status` when the server answered. */
+/** Why a request failed; `reason` is short and safe to show (no body, no headers); `status` when one was answered. */
 export class HttpGetError extends Data.TaggedError("HttpGetError")<{
   readonly reason: string
   readonly status?: number
@@ -23,7 +24,10 @@ export interface Options {
 
 const fail = (reason: string) => Effect.fail(new HttpGetError({ reason }))
 
-const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number) =>
+/** A form body to POST instead of a GET. */
+type Form = Readonly<Record<string, string>>
+
+const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number, form: Form | undefined) =>
   Effect.async<string, HttpGetError>((resume) => {
     // Node may report one failure twice (a destroyed request also errors); only the first answer counts.
     let done = false
@@ -60,26 +64,45 @@ const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number) 
       res.on("end", () => finish(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
       res.on("error", () => finish(fail("connection lost")))
     }
-    const headers = { accept: "application/json" }
+    const body = form === undefined ? undefined : new URLSearchParams(form).toString()
+    const headers: Record<string, string> = { accept: "application/json" }
+    if (body !== undefined) {
+      headers["content-type"] = "application/x-www-form-urlencoded"
+      headers["content-length"] = String(Buffer.byteLength(body))
+    }
+    const options = { method: body === undefined ? "GET" : "POST", headers }
     const req =
       target.protocol === "https:"
-        ? https.get(target, { headers, rejectUnauthorized: !insecureSkipTlsVerify }, onResponse)
-        : http.get(target, { headers }, onResponse)
+        ? https.request(target, { ...options, rejectUnauthorized: !insecureSkipTlsVerify }, onResponse)
+        : http.request(target, options, onResponse)
     req.on("error", (error: NodeJS.ErrnoException) =>
       finish(fail(`connection failed${error.code === undefined ? "" : ` (${error.code})`}`)),
     )
+    req.end(body)
     // Interrupted (the timeout, or the caller went away): drop the socket.
     return Effect.sync(() => req.destroy())
   })
 
 /** GETs `url` and parses the 200 answer as JSON; anything else is an `HttpGetError`. */
 export const getJson = (url: string, options: Options = {}): Effect.Effect<unknown, HttpGetError> =>
+  requestJson(url, undefined, options)
+
+/** POSTs `form` (urlencoded) to `url` and parses the 200 answer as JSON; anything else is an `HttpGetError`. */
+export const postForm = (url: string, form: Form, options: Options = {}): Effect.Effect<unknown, HttpGetError> =>
+  requestJson(url, form, options)
+
+const requestJson = (url: string, form: Form | undefined, options: Options): Effect.Effect<unknown, HttpGetError> =>
   Effect.gen(function* () {
     const target = URL.canParse(url) ? new URL(url) : undefined
     if (target === undefined || (target.protocol !== "http:" && target.protocol !== "https:")) {
       return yield* fail("not an http(s) URL")
     }
-    const text = yield* getText(target, options.insecureSkipTlsVerify ?? false, options.maxBytes ?? 1024 * 1024).pipe(
+    const text = yield* getText(
+      target,
+      options.insecureSkipTlsVerify ?? false,
+      options.maxBytes ?? 1024 * 1024,
+      form,
+    ).pipe(
       Effect.timeoutFail({
         duration: options.timeout ?? Duration.seconds(5),
         onTimeout: () => new HttpGetError({ reason: "timed out" }),

@@ -36,8 +36,11 @@ const refuseBody = (
   return ErrorResponse.body(415, "unsupported_media_type", `content type ${type.slice(0, 64)} is not accepted`)
 }
 
-/** The unauthenticated routes that cost the control plane a signature check each: rate limited per client. */
-const LIMITED_ROUTES = new Set(["/register", "/enroll", "/enroll/status"])
+/**
+ * The unauthenticated routes that cost the control plane a signature check each, or a request to the OIDC issuer
+ * (the console's code exchange): rate limited per client.
+ */
+const LIMITED_ROUTES = new Set(["/register", "/enroll", "/enroll/status", "/console/sign-in/token"])
 
 /** The metrics label of a request no route takes (answered 404 here, before the router). */
 const UNMATCHED = "unmatched"

@@ -10,6 +10,7 @@ import { AdminAuthLive } from "./auth/AdminAuth.js"
 import { UserAuthLive } from "./auth/UserAuth.js"
 import * as CanonicalPath from "./CanonicalPath.js"
 import { CatalogHttpLive } from "./catalog/CatalogHttp.js"
+import { ConsoleHttpLive } from "./console/ConsoleHttp.js"
 import { CredentialsHttpLive } from "./credentials/CredentialsHttp.js"
 import { EnrollmentHttpLive } from "./enrollment/EnrollmentHttp.js"
 import * as Listener from "./Listener.js"
@@ -31,6 +32,7 @@ export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
     AdminNodesHttpLive,
     AdminStatusHttpLive,
     UserHttpLive,
+    ConsoleHttpLive,
   ]),
   Layer.provide([AdminAuthLive, UserAuthLive]),
 )

@@ -5,6 +5,7 @@
 import { Layer } from "effect"
 import { ControlPlaneConfig, type ControlPlaneSettings } from "../config/ControlPlaneConfig.js"
 import * as Server from "../http/Server.js"
+import * as ConsoleSignInLive from "./console/ConsoleSignInLive.js"
 import * as BootstrapTokensLive from "./enrollment/BootstrapTokensLive.js"
 import * as EnrollmentLive from "./enrollment/EnrollmentLive.js"
 import * as EnrollmentRequestsLive from "./enrollment/EnrollmentRequestsLive.js"
@@ -54,6 +55,7 @@ export const services = (settings: ControlPlaneSettings) =>
         BootstrapTokensLive.layer,
         EnrollmentRequestsLive.layer,
         OidcLive.layer,
+        ConsoleSignInLive.layer,
         RetentionLive.layer,
       ),
     ),

@@ -3,8 +3,11 @@
  * whatever subject it is asked. DEVELOPMENT AND TESTS ONLY: it authenticates nobody.
  *
  * It gives `--issuer` a real target on a developer machine (mesh-one) and lets tests exercise the control plane's
- * OIDC paths over real HTTP: key rotation (unknown key id), expiry, audiences.
+ * OIDC paths over real HTTP: key rotation (unknown key id), expiry, audiences. It also runs the authorization code
+ * flow with PKCE that browsers use (the console's sign-in): `/authorize` shows a form asking which subject to sign in
+ * as, redirects back with a one-time code, and `/token` trades that code for an ID token.
  */
+import { createHash, randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Clock, Effect, type Scope } from "effect"
@@ -75,20 +78,66 @@ const send = (res: ServerResponse, status: number, body: unknown) => {
   res.end(JSON.stringify(body))
 }
 
-const readJson = (req: IncomingMessage): Promise<unknown> =>
+const readText = (req: IncomingMessage): Promise<string> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => {
-      try {
-        const text = Buffer.concat(chunks).toString("utf8")
-        resolve(text.length === 0 ? {} : JSON.parse(text))
-      } catch (error) {
-        reject(error)
-      }
-    })
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
     req.on("error", reject)
   })
+
+const readJson = (req: IncomingMessage): Promise<unknown> =>
+  readText(req).then((text) => (text.length === 0 ? {} : JSON.parse(text)))
+
+const isForm = (req: IncomingMessage) =>
+  (req.headers["content-type"] ?? "").toLowerCase().startsWith("application/x-www-form-urlencoded")
+
+/** A code handed out by `/authorize`, waiting for `/token`. */
+interface PendingCode {
+  readonly clientId: string
+  readonly redirectUri: string
+  readonly codeChallenge: string
+  readonly nonce: string | undefined
+  readonly claims: IdTokenClaims
+}
+
+/** Codes never redeemed are forgotten beyond this many, oldest first. */
+const MAX_PENDING_CODES = 1000
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** The sign-in form: which subject to be. The authorization request rides along in hidden fields. */
+const authorizePage = (params: URLSearchParams) => {
+  const hidden = [...params]
+    .map(([name, value]) => `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`)
+    .join("")
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Development issuer: sign in</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head><body>
+<h1>Development OIDC issuer</h1><p>Development only: anyone may sign in as anyone here.</p>
+<form method="post" action="/authorize">${hidden}
+<p><label for="sub">Subject</label> <input id="sub" name="sub" required autofocus></p>
+<p><label for="email">Email (optional)</label> <input id="email" name="email" type="email"></p>
+<p><button type="submit">Sign in</button></p></form></body></html>`
+}
+
+const sendHtml = (res: ServerResponse, status: number, html: string) => {
+  res.writeHead(status, { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" })
+  res.end(html)
+}
+
+const challengeOf = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
+
+/** The checks of an authorization request; the reason when it cannot be served. */
+const authorizeProblem = (params: URLSearchParams): string | undefined => {
+  if (params.get("response_type") !== "code") return "response_type must be code"
+  if ((params.get("client_id") ?? "") === "") return "client_id is required"
+  const redirect = params.get("redirect_uri") ?? ""
+  if (!URL.canParse(redirect) || !/^https?:$/.test(new URL(redirect).protocol)) return "redirect_uri must be a URL"
+  if (params.get("code_challenge_method") !== "S256" || (params.get("code_challenge") ?? "") === "") {
+    return "PKCE with S256 is required"
+  }
+  return undefined
+}
 
 /** Starts the issuer for the life of the scope. */
 export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never, Scope.Scope> =>
@@ -101,6 +150,7 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
     const defaultAudience = options.defaultAudience ?? "mesh-mesh-audience"
     let url = ""
     let jwksFetches = 0
+    const codes = new Map<string, PendingCode>()
 
     const sign = (claims: IdTokenClaims, opts: MintOptions, nowSeconds: number) =>
       Effect.promise(async () => {
@@ -126,7 +176,10 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
           jwks_uri: `${url}/jwks`,
           token_endpoint: `${url}/token`,
           authorization_endpoint: `${url}/authorize`,
-          response_types_supported: ["id_token"],
+          response_types_supported: ["code", "id_token"],
+          grant_types_supported: ["authorization_code"],
+          code_challenge_methods_supported: ["S256"],
+          token_endpoint_auth_methods_supported: ["none"],
           subject_types_supported: ["public"],
           id_token_signing_alg_values_supported: [ALG],
         })
@@ -134,6 +187,76 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
       if (req.method === "GET" && path === "/jwks") {
         jwksFetches++
         return send(res, 200, { keys: keys.map((k) => k.publicJwk) })
+      }
+      if (req.method === "GET" && path === "/authorize") {
+        const params = new URLSearchParams((req.url ?? "").slice((req.url ?? "").indexOf("?") + 1))
+        const problem = authorizeProblem(params)
+        if (problem !== undefined)
+          return sendHtml(res, 400, `<!doctype html><title>Bad request</title><p>${problem}</p>`)
+        return sendHtml(res, 200, authorizePage(params))
+      }
+      if (req.method === "POST" && path === "/authorize") {
+        readText(req)
+          .then((text) => {
+            const params = new URLSearchParams(text)
+            const problem = authorizeProblem(params)
+            const sub = params.get("sub") ?? ""
+            if (problem !== undefined || sub === "") {
+              return sendHtml(
+                res,
+                400,
+                `<!doctype html><title>Bad request</title><p>${problem ?? "sub is required"}</p>`,
+              )
+            }
+            const email = params.get("email") ?? ""
+            const code = randomBytes(24).toString("base64url")
+            if (codes.size >= MAX_PENDING_CODES) codes.delete(codes.keys().next().value as string)
+            codes.set(code, {
+              clientId: params.get("client_id") ?? "",
+              redirectUri: params.get("redirect_uri") ?? "",
+              codeChallenge: params.get("code_challenge") ?? "",
+              nonce: params.get("nonce") ?? undefined,
+              claims: { sub, ...(email === "" ? {} : { email, email_verified: true }) },
+            })
+            const target = new URL(params.get("redirect_uri") ?? "")
+            target.searchParams.set("code", code)
+            const state = params.get("state")
+            if (state !== null) target.searchParams.set("state", state)
+            res.writeHead(303, { location: target.toString(), "cache-control": "no-store" })
+            res.end()
+          })
+          .catch(() => send(res, 400, { error: "invalid_request" }))
+        return
+      }
+      if (req.method === "POST" && path === "/token" && isForm(req)) {
+        // The authorization code grant, as an OAuth public client speaks it.
+        readText(req)
+          .then((text) => {
+            const params = new URLSearchParams(text)
+            const code = params.get("code") ?? ""
+            const pending = codes.get(code)
+            codes.delete(code)
+            if (
+              params.get("grant_type") !== "authorization_code" ||
+              pending === undefined ||
+              params.get("client_id") !== pending.clientId ||
+              params.get("redirect_uri") !== pending.redirectUri ||
+              challengeOf(params.get("code_verifier") ?? "") !== pending.codeChallenge
+            ) {
+              return send(res, 400, { error: "invalid_grant" })
+            }
+            const claims = {
+              ...pending.claims,
+              aud: pending.clientId,
+              ...(pending.nonce === undefined ? {} : { nonce: pending.nonce }),
+            }
+            // Runs outside any test's fiber: the live clock is the right one for a browser's sign-in.
+            return Effect.runPromise(mint(claims)).then((id_token) =>
+              send(res, 200, { id_token, token_type: "Bearer", expires_in: 3600 }),
+            )
+          })
+          .catch(() => send(res, 400, { error: "invalid_request" }))
+        return
       }
       if (req.method === "POST" && path === "/token") {
         // Development convenience: an ID token for any subject, e.g. {"sub":"alice","email":"alice@example.com"}.

@@ -60,6 +60,11 @@ describe("mesh-one", () => {
       expect(await (await fetch(`${mesh.controlPlane}/healthz`)).json()).toEqual({ status: "ok" })
       expect(await (await fetch(`${mesh.controlPlane}/readyz`)).json()).toEqual({ status: "ready" })
       expect(await (await fetch(`${mesh.controlPlane}/metrics`)).text()).toContain("process_resident_memory_bytes")
+      // The console is there, and users can sign in to it through the development issuer.
+      expect((await fetch(`${mesh.controlPlane}/console`)).status).toBe(200)
+      expect(await (await fetch(`${mesh.controlPlane}/console/sign-in`)).json()).toMatchObject({
+        authorization_endpoint: `${mesh.issuer}/authorize`,
+      })
       // The router enrolled and holds a lease: the control plane lists it.
       const info = await (async () => {
         for (let i = 0; i < 50; i++) {

@@ -3,6 +3,7 @@ import { Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"
 import { ServiceType } from "../../src/gen/mesh_pb.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as DevOidcIssuer from "../../src/testing/DevOidcIssuer.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
 import { admin, mintToken, setPolicy } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
@@ -79,6 +80,39 @@ describeDatabases("operator views", (db) => {
       expect(page2.next).toBeNull()
       expect((yield* admin(cp, "GET", "/admin/audit?limit=0")).status).toBe(400)
       expect((yield* MeshClient.request(`${cp.url}/admin/audit`)).status).toBe(401)
+    }),
+  )
+
+  it.scoped("the audit log filters by actor and by action, and pages within the filter", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const issuer = yield* DevOidcIssuer.make()
+      const cp = yield* Harness.make({ database: yield* db.fresh, issuers: [issuer.url] })
+      yield* setPolicy(cp, {
+        roles: [{ name: "mesh:role:node" }],
+        bindings: [{ role: "mesh:role:node", members: ["mesh:system:authenticated"] }],
+      })
+      const minted = [yield* mintToken(cp), yield* mintToken(cp), yield* mintToken(cp)]
+      const idToken = yield* issuer.mint({ sub: "dana" })
+      const byUser = yield* MeshClient.json(cp.url, "POST", "/user/bootstrap-tokens", idToken, {})
+      expect(byUser.status).toBe(201)
+      yield* admin(cp, "DELETE", `/admin/bootstrap-tokens/${minted[0]?.id}`)
+
+      type Page = { entries: Array<{ action: string; actor: string; subject: string }>; next: number | null }
+      const page = (query: string) => Effect.map(admin(cp, "GET", `/admin/audit?${query}`), (a) => a.json as Page)
+
+      const mintedPage1 = yield* page("action=token.minted&limit=2")
+      expect(mintedPage1.entries.map((e) => e.subject)).toEqual([(byUser.json as { id: string }).id, minted[2]?.id])
+      const mintedPage2 = yield* page(`action=token.minted&limit=2&before=${mintedPage1.next}`)
+      expect(mintedPage2.entries.map((e) => e.subject)).toEqual([minted[1]?.id, minted[0]?.id])
+      expect(mintedPage2.next).toBeNull()
+
+      const user = yield* page(`actor=${encodeURIComponent(`user:${issuer.url}|dana`)}`)
+      expect(user.entries.map((e) => e.action)).toEqual(["token.minted"])
+      const operatorRevocations = yield* page("actor=operator&action=token.revoked")
+      expect(operatorRevocations.entries.map((e) => e.subject)).toEqual([minted[0]?.id])
+      expect((yield* page("actor=cli")).entries).toEqual([])
+      expect((yield* admin(cp, "GET", "/admin/audit?action=token.stolen")).status).toBe(400)
     }),
   )
 })

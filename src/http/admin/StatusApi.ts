@@ -1,6 +1,7 @@
 /** The operator's overview (`/admin/status`) and the audit log (`/admin/audit`). */
 import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
 import { Schema } from "effect"
+import { ACTIONS } from "../../services/operations/Audit.js"
 import { AdminAuth } from "../auth/AdminAuth.js"
 import { BootstrapTokenView, EnrollmentRequestView, NodeView } from "../Views.js"
 
@@ -71,6 +72,9 @@ export class AdminStatusApi extends HttpApiGroup.make("adminStatus")
         Schema.Struct({
           before: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.positive())),
           limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 500))),
+          /** Only the entries of this actor (`operator`, `cli`, `auto-approve`, `user:<issuer>|<subject>`). */
+          actor: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(1024))),
+          action: Schema.optional(Schema.Literal(...ACTIONS)),
         }),
       )
       .addSuccess(AuditView),

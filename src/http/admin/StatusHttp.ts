@@ -97,6 +97,8 @@ export const AdminStatusHttpLive = HttpApiBuilder.group(ControlPlaneApi, "adminS
           audit.page({
             limit: urlParams.limit ?? 100,
             ...(urlParams.before === undefined ? {} : { before: urlParams.before }),
+            ...(urlParams.actor === undefined ? {} : { actor: urlParams.actor }),
+            ...(urlParams.action === undefined ? {} : { action: urlParams.action }),
           }),
           (page) => ({
             entries: page.entries.map((e) => ({ ...e, at: time(e.at), details: { ...e.details } })),

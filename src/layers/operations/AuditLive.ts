@@ -18,10 +18,19 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const select = SqlSchema.findAll({
-      Request: Schema.Struct({ before: Schema.Number, limit: Schema.Number }),
+      Request: Schema.Struct({
+        before: Schema.Number,
+        limit: Schema.Number,
+        actor: Schema.optional(Schema.String),
+        action: Schema.optional(Schema.String),
+      }),
       Result: EntryRow,
-      execute: ({ before, limit }) => sql`SELECT id, at, actor, action, subject, details_json FROM audit_log
-        WHERE id < ${before} ORDER BY id DESC LIMIT ${limit}`,
+      execute: ({ before, limit, actor, action }) => sql`SELECT id, at, actor, action, subject, details_json
+        FROM audit_log WHERE ${sql.and([
+          sql`id < ${before}`,
+          ...(actor === undefined ? [] : [sql`actor = ${actor}`]),
+          ...(action === undefined ? [] : [sql`action = ${action}`]),
+        ])} ORDER BY id DESC LIMIT ${limit}`,
     })
     return {
       record: (entry) =>
@@ -36,8 +45,13 @@ export const layer = Layer.effect(
               details_json: JSON.stringify(entry.details ?? {}),
             })}`,
         ).pipe(Effect.asVoid, Effect.orDie),
-      page: ({ before, limit }) =>
-        select({ before: before ?? Number.MAX_SAFE_INTEGER, limit: limit + 1 }).pipe(
+      page: ({ before, limit, actor, action }) =>
+        select({
+          before: before ?? Number.MAX_SAFE_INTEGER,
+          limit: limit + 1,
+          ...(actor === undefined ? {} : { actor }),
+          ...(action === undefined ? {} : { action }),
+        }).pipe(
           Effect.map((rows) => {
             const entries: Array<AuditEntry> = rows.slice(0, limit).map((r) => ({
               id: r.id,

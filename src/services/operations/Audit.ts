@@ -4,15 +4,18 @@
  */
 import { Context, type Effect } from "effect"
 
-export type Action =
-  | "token.minted"
-  | "token.revoked"
-  | "enrollment.approved"
-  | "enrollment.rejected"
-  | "node.banned"
-  | "node.unbanned"
-  | "node.autonomous_recovery"
-  | "policy.replaced"
+export const ACTIONS = [
+  "token.minted",
+  "token.revoked",
+  "enrollment.approved",
+  "enrollment.rejected",
+  "node.banned",
+  "node.unbanned",
+  "node.autonomous_recovery",
+  "policy.replaced",
+] as const
+
+export type Action = (typeof ACTIONS)[number]
 
 /** `operator` (admin token), `cli` (the admin command), `user:<issuer>|<subject>`, or `auto-approve`. */
 export type Actor = string
@@ -44,7 +47,13 @@ export interface AuditService {
     readonly subject: string
     readonly details?: Readonly<Record<string, unknown>>
   }) => Effect.Effect<void>
-  readonly page: (options: { readonly before?: number; readonly limit: number }) => Effect.Effect<AuditPage>
+  /** Newest first; `actor` and `action`, when given, keep only the entries with exactly that actor or action. */
+  readonly page: (options: {
+    readonly before?: number
+    readonly limit: number
+    readonly actor?: Actor
+    readonly action?: Action
+  }) => Effect.Effect<AuditPage>
 }
 
 export class Audit extends Context.Tag("mesh/Audit")<Audit, AuditService>() {}
