@@ -2,10 +2,13 @@ import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, TestClock } from "effect"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
+import * as MeshClient from "../../src/testing/MeshClient.js"
 import * as TestDatabase from "../../src/testing/TestDatabase.js"
+import { admin } from "../support/admin.js"
 import { describePostgres } from "../support/databases.js"
 import { eventually } from "../support/eventually.js"
 import { listKeys } from "../support/keys.js"
+import { enrollDirectly } from "../support/nodes.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")
 
@@ -38,6 +41,23 @@ describePostgres("two control planes on one database", (url) => {
       )
       // Ids are a sequence: four keys made in all, the first and one per interval.
       expect(made?.n).toBe(startA[0] === undefined ? -1 : startA[0].id + 3)
+    }),
+  )
+})
+
+describePostgres("replicas hear each other's changes", (url) => {
+  it.scoped("a ban made through one replica is on the other's /info at once, not when its cache ages out", () =>
+    Effect.gen(function* () {
+      // The clock stands still: a cached /info never ages out, so only the notification can refresh it.
+      yield* TestClock.setTime(T0)
+      const database = yield* TestDatabase.postgresSchema(url)
+      const [a, b] = yield* Effect.all([Harness.make({ database }), Harness.make({ database })], { concurrency: 2 })
+      const node = yield* enrollDirectly(a)
+      const bannedOnB = Effect.map(MeshClient.info(b.url), (info) => info.bannedPeerIds.includes(node.peer.peerId))
+      expect(yield* bannedOnB).toBe(false)
+      const banned = yield* admin(a, "POST", "/admin/revoke", { peer_id: node.peer.peerId })
+      expect(banned.status).toBe(200)
+      yield* eventually(bannedOnB, (listed) => listed, { what: "replica B lists the ban" })
     }),
   )
 })

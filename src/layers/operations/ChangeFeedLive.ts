@@ -37,8 +37,9 @@ const make = (options: { readonly listen: boolean }): Effect.Effect<ChangeFeedSe
           Option.match(pg, {
             onNone: () => Effect.void,
             onSome: (client) =>
-              client
-                .notify(CHANNEL, topic)
+              // pg_notify, not the client's notify(): that sends `NOTIFY chan, $1`, which postgres refuses (NOTIFY
+              // takes no parameters), so no replica ever heard a change.
+              client`SELECT pg_notify(${CHANNEL}, ${topic})`
                 .pipe(
                   Effect.catchAll((error) =>
                     Effect.logWarning("could not announce a change to other replicas", error.message),
