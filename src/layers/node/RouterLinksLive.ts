@@ -114,6 +114,8 @@ export const layer = Layer.scoped(
           nextAttemptAtMs: up ? link.nextAttemptAtMs : now,
         }
       })
+      // The listed routers are visible at once, before any dial ends (a dial can take seconds).
+      yield* Ref.set(links, new Map(current.map((link) => [link.address, link])))
       const settled = yield* Effect.forEach(
         current,
         (link) => (!link.connected && link.nextAttemptAtMs <= now ? attempt(link, now) : Effect.succeed(link)),
@@ -140,9 +142,14 @@ export const layer = Layer.scoped(
     return RouterLinks.of({
       // Read live, not from the loop's last look: a dial in progress must not hide a router that just went away.
       connected: Effect.map(host.peers, (peers) => peers.some((p) => p.role === ROUTER_ROLE)),
-      links: Effect.map(Ref.get(links), (map) =>
-        [...map.values()].map(({ failures, nextAttemptAtMs, ...link }) => link),
-      ),
+      // Whether each router is connected is read live too; the rest is the loop's record of its attempts.
+      links: Effect.zipWith(Ref.get(links), host.peers, (map, peers) => {
+        const up = new Set(peers.filter((p) => p.role === ROUTER_ROLE).map((p) => p.peerId))
+        return [...map.values()].map(({ failures, nextAttemptAtMs, ...link }) => ({
+          ...link,
+          connected: up.has(link.peerId),
+        }))
+      }),
       nextChange: connected.changes.pipe(Stream.drop(1), Stream.take(1), Stream.runDrain),
     })
   }),
