@@ -7,7 +7,7 @@
  * - stopping drains: the listener stops accepting, idle connections close, requests in flight get `shutdownGrace` to
  *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do.
  */
-import { createServer, type Server, STATUS_CODES } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
 import type { ListenOptions } from "node:net"
 import type { Duplex } from "node:stream"
@@ -61,7 +61,31 @@ export const makeServer = (options: ListenerOptions, tls?: TlsOptions): Server =
   const server =
     tls === undefined ? createServer(timeouts) : (createTlsServer({ ...timeouts, ...tls }) as unknown as Server)
   server.on("clientError", onClientError)
+  holdEarlyRequests(server)
   return server
+}
+
+/**
+ * The platform starts listening before the application's handler is installed; a request arriving in between would
+ * find no handler and wait out the request timeout. Such requests are held and handed to the handler once it is
+ * installed (the first other `request` listener).
+ */
+const holdEarlyRequests = (server: Server): void => {
+  const held: Array<readonly [IncomingMessage, ServerResponse]> = []
+  const hold = (req: IncomingMessage, res: ServerResponse) => {
+    held.push([req, res])
+  }
+  const onListener = (event: string | symbol) => {
+    if (event !== "request") return
+    server.off("newListener", onListener)
+    server.off("request", hold)
+    // `newListener` fires before the listener is added: replay once it is.
+    queueMicrotask(() => {
+      for (const [req, res] of held.splice(0)) server.emit("request", req, res)
+    })
+  }
+  server.on("request", hold)
+  server.on("newListener", onListener)
 }
 
 /** Stops accepting, lets requests in flight finish within the grace, then cuts what is left. */
