@@ -13,7 +13,7 @@ import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { setPolicy } from "../support/admin.js"
 import { type OpenAiBackend, openAi, USAGE } from "../support/openai.js"
-import { eventually } from "./support.js"
+import { eventually, tcp } from "./support.js"
 
 const POLICY = {
   roles: [
@@ -73,12 +73,15 @@ const MeshLive = Layer.scoped(
     })
     yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
     const mesh = { a, b, aId: yield* a.peerId, bId: yield* b.peerId, alpha, beta }
-    // Both nodes see both providers before any test runs (publication and discovery take a moment).
+    // Each node can discover the other's provider before any test runs (publication takes a moment): the model
+    // list, with models of the node's own in it, keeps even a view without the other's for 30 s.
     yield* Effect.forEach([a, b], (node) =>
       eventually(
         30,
-        Effect.promise(() => client(node).models.list()).pipe(Effect.map((page) => page.data.map((m) => m.id))),
-        (ids) => ids.includes("model-a") && ids.includes("model-b"),
+        tcp(node, "/mesh/service/discover?type=inference&timeout=5s").pipe(
+          Effect.map((reply) => (reply.json as ReadonlyArray<{ srv_name: string }>).map((row) => row.srv_name)),
+        ),
+        (names) => names.length === 1,
       ),
     )
     return mesh

@@ -1,8 +1,9 @@
 /**
  * The models the mesh's other peers serve: every inference provider discovery finds (DHT + catalogs) is asked for
  * `GET /v1/models` through the proxy, at most CONCURRENCY at once and each within LIST_TIMEOUT; a provider that does
- * not answer, or answers anything but a model list, is left out. A view is kept TTL; an empty one is not kept (it is
- * what a node sees before its peers are discoverable). Callers at the same time share one fetch.
+ * not answer, or answers anything but a model list, is left out. A view is kept TTL; an empty one only when the
+ * listing has models of this node's own (an empty listing is what a node sees before its peers are discoverable, and
+ * is looked for again at the next call). Callers at the same time share one fetch.
  */
 import type { IncomingMessage } from "node:http"
 import { Clock, Duration, Effect, Either, Ref, Schema, type Scope, Stream } from "effect"
@@ -29,8 +30,11 @@ export interface RemoteModel {
 }
 
 export interface ModelRegistry {
-  /** A view fetched at most TTL ago; fetched now when the kept one is older or empty. */
-  readonly fresh: Effect.Effect<ReadonlyArray<RemoteModel>>
+  /**
+   * A view fetched at most TTL ago; fetched now when the kept one is older, or empty and `keepEmpty` is false (an
+   * empty view is kept only when the caller has models of its own to show: the whole listing is not empty).
+   */
+  readonly fresh: (keepEmpty: boolean) => Effect.Effect<ReadonlyArray<RemoteModel>>
   /** The kept view whatever its age, fetched again in the background once past TTL; fetched now when none is kept. */
   readonly kept: Effect.Effect<ReadonlyArray<RemoteModel>>
   /** A view whose fetch ended at `sinceMs` or later (empty or not): the one just fetched, or a new one. */
@@ -119,15 +123,16 @@ export const make: Effect.Effect<ModelRegistry, never, Scope.Scope | Discovery |
       ),
     )
 
-  /** The last view when it is worth keeping (not empty) and `now - startedMs` is within TTL. */
-  const young = (current: Fetched | undefined, now: number) =>
-    current !== undefined && current.models.length > 0 && now - current.startedMs < ttlMs
+  /** The last view when it is worth keeping (not empty, unless told) and `now - startedMs` is within TTL. */
+  const young = (current: Fetched | undefined, now: number, keepEmpty = false) =>
+    current !== undefined && (current.models.length > 0 || keepEmpty) && now - current.startedMs < ttlMs
 
-  const fresh = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.flatMap(Ref.get(last), (current) =>
-      young(current, now) ? Effect.succeed(current?.models ?? []) : load(now),
-    ),
-  )
+  const fresh = (keepEmpty: boolean) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.flatMap(Ref.get(last), (current) =>
+        young(current, now, keepEmpty) ? Effect.succeed(current?.models ?? []) : load(now),
+      ),
+    )
 
   const kept = Effect.flatMap(Clock.currentTimeMillis, (now) =>
     Effect.flatMap(Ref.get(last), (current) => {

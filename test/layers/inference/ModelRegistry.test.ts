@@ -74,15 +74,15 @@ describe("ModelRegistry", () => {
         ]) as ReadonlyMap<string, ReadonlyArray<string> | undefined>,
       )
       const { registry, searches } = yield* setup(providers)
-      const first = yield* registry.fresh
+      const first = yield* registry.fresh(false)
       expect(ids(first)).toEqual(["p1:m1", "p1:m2"])
       expect(first[0]?.labels).toEqual({ zone: "p1" })
       yield* Ref.set(providers, new Map([["p1", ["m1", "m2", "m3"]]]))
       yield* TestClock.adjust(Duration.seconds(29))
-      expect(ids(yield* registry.fresh)).toEqual(["p1:m1", "p1:m2"])
+      expect(ids(yield* registry.fresh(false))).toEqual(["p1:m1", "p1:m2"])
       expect(yield* searches).toBe(1)
       yield* TestClock.adjust(Duration.seconds(1))
-      expect(ids(yield* registry.fresh)).toEqual(["p1:m1", "p1:m2", "p1:m3"])
+      expect(ids(yield* registry.fresh(false))).toEqual(["p1:m1", "p1:m2", "p1:m3"])
       expect(yield* searches).toBe(2)
     }),
   )
@@ -91,11 +91,25 @@ describe("ModelRegistry", () => {
     Effect.gen(function* () {
       const providers = yield* Ref.make(new Map() as ReadonlyMap<string, ReadonlyArray<string> | undefined>)
       const { registry, searches } = yield* setup(providers)
-      expect(yield* registry.fresh).toEqual([])
+      expect(yield* registry.fresh(false)).toEqual([])
       yield* Ref.set(providers, new Map([["p1", ["m1"]]]))
       // (Callers within the same millisecond share a fetch, empty or not.)
       yield* TestClock.adjust(Duration.millis(1))
-      expect(ids(yield* registry.fresh)).toEqual(["p1:m1"])
+      expect(ids(yield* registry.fresh(false))).toEqual(["p1:m1"])
+      expect(yield* searches).toBe(2)
+    }),
+  )
+
+  it.scoped("an empty view is kept when the caller has models of its own to list", () =>
+    Effect.gen(function* () {
+      const providers = yield* Ref.make(new Map() as ReadonlyMap<string, ReadonlyArray<string> | undefined>)
+      const { registry, searches } = yield* setup(providers)
+      expect(yield* registry.fresh(true)).toEqual([])
+      yield* TestClock.adjust(Duration.seconds(29))
+      expect(yield* registry.fresh(true)).toEqual([])
+      expect(yield* searches).toBe(1)
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* registry.fresh(true)
       expect(yield* searches).toBe(2)
     }),
   )
