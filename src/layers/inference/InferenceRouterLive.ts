@@ -57,6 +57,10 @@ const pairs = (labels: Readonly<Record<string, string>>): string =>
     .sort()
     .join(",")
 
+/** How long the remote providers found for a model are reused. */
+const REMOTE_REUSE_MS = 1000
+const MAX_CACHED_MODELS = 1024
+
 const nanosToSeconds = (nanos: bigint): number => Number(nanos) / 1e9
 
 export const layer = Layer.scoped(
@@ -98,7 +102,8 @@ export const layer = Layer.scoped(
 
     const models = Effect.gen(function* () {
       const mine = (yield* localModels).flatMap((s) => s.keys.map((id) => ({ id, owned_by: self })))
-      const theirs = (yield* registry.fresh).map((m) => ({ id: m.id, owned_by: m.peerId }))
+      // With models of our own the listing is not empty, so an empty remote view is kept like any other.
+      const theirs = (yield* registry.fresh(mine.length > 0)).map((m) => ({ id: m.id, owned_by: m.peerId }))
       return Inference.modelList(mine, theirs)
     })
 
@@ -131,6 +136,34 @@ export const layer = Layer.scoped(
           out.push({ ...c, local: false, labels: Option.isSome(peer) ? peer.value.labels : c.labels })
         }
         return out
+      })
+
+    /**
+     * The same, reused for up to a second per model and registry view: gossip only changes load every few seconds,
+     * and asking the gossip view on every request cost a tenth of a millisecond. Only known models are kept.
+     */
+    const remoteCache = yield* Ref.make<
+      ReadonlyMap<
+        string,
+        {
+          readonly atMs: number
+          readonly view: ReadonlyArray<ModelRegistry.RemoteModel>
+          readonly candidates: ReadonlyArray<Inference.Candidate>
+        }
+      >
+    >(new Map())
+    const remotesOf = (model: string, view: ReadonlyArray<ModelRegistry.RemoteModel>, nowMs: number) =>
+      Effect.gen(function* () {
+        const hit = (yield* Ref.get(remoteCache)).get(model)
+        if (hit !== undefined && hit.view === view && nowMs - hit.atMs < REMOTE_REUSE_MS) return hit.candidates
+        const candidates = yield* remoteCandidates(model, view)
+        if (candidates.length > 0) {
+          yield* Ref.update(remoteCache, (cache) => {
+            const next = cache.size >= MAX_CACHED_MODELS ? new Map() : new Map(cache)
+            return next.set(model, { atMs: nowMs, view, candidates })
+          })
+        }
+        return candidates
       })
 
     /** One provider: its answer's head, or why it was passed over. The request lives as long as the scope. */
@@ -238,7 +271,7 @@ export const layer = Layer.scoped(
         let won = yield* tryInTurn(localRanking.ordered)
         let remoteRanking: Inference.Ranking | undefined
         if (won === undefined) {
-          let remotes = yield* remoteCandidates(model, yield* registry.kept)
+          let remotes = yield* remotesOf(model, yield* registry.kept, nowMs)
           // Nobody we know of serves it: look once more, in case a provider appeared since the last listing.
           if (locals.length === 0 && remotes.length === 0) {
             remotes = yield* remoteCandidates(model, yield* registry.refresh(nowMs))
