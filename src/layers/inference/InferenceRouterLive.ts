@@ -214,7 +214,6 @@ export const layer = Layer.scoped(
         const model = request.model
         const outer = yield* Effect.scope
         const nowMs = yield* Clock.currentTimeMillis
-        const needLabels = request.requiredLabels !== undefined || Object.keys(floor).length > 0
         const input: Inference.RankInput = {
           model,
           required: request.requiredLabels,
@@ -266,7 +265,7 @@ export const layer = Layer.scoped(
             return undefined
           })
 
-        const locals = yield* localCandidates(model, needLabels ? yield* ownLabels : {})
+        const locals = yield* localCandidates(model, yield* ownLabels)
         const localRanking = Inference.rank(locals, input)
         let won = yield* tryInTurn(localRanking.ordered)
         let remoteRanking: Inference.Ranking | undefined
@@ -278,7 +277,7 @@ export const layer = Layer.scoped(
           }
           if (locals.length === 0 && remotes.length === 0) {
             return yield* refuse(
-              new ModelNotFound({ message: `The model \`${model}\` is not served by any reachable provider.` }),
+              new ModelNotFound({ message: "no reachable provider serves the requested model" }),
               "model_not_found",
               false,
             )
@@ -298,7 +297,7 @@ export const layer = Layer.scoped(
             ].flat()
             return yield* refuse(
               new NoEligibleProvider({
-                message: `No provider of the model \`${model}\` attests ${wanted.join(" and ")}.`,
+                message: `no provider of the requested model attests ${wanted.join(" and ")}`,
               }),
               "no_eligible_provider",
               true,
@@ -312,7 +311,7 @@ export const layer = Layer.scoped(
           const benched = cooling.length > 0 ? ["others are cooling down after recent failures"] : []
           return yield* refuse(
             new NoAvailableProvider({
-              message: `No provider of the model \`${model}\` is available: ${[...failed, ...benched].join("; ")}.`,
+              message: `no provider of the requested model is available: ${[...failed, ...benched].join("; ")}`,
               retryAfterSeconds: Math.max(1, Math.ceil(retryMs / 1000)),
             }),
             "no_available_provider",
