@@ -24,6 +24,23 @@ export type ErrorReason =
 
 export type FallbackReason = "status_429" | "status_502" | "status_503" | "status_504" | "connection" | "labels"
 
+const STATUS_REASONS: Readonly<Record<number, FallbackReason>> = {
+  429: "status_429",
+  502: "status_502",
+  503: "status_503",
+  504: "status_504",
+}
+
+/** Why a provider was passed over, as a label value. */
+export const fallbackReason = (
+  failure: { readonly _tag: "Status"; readonly status: number } | { readonly _tag: "Connection" | "Labels" },
+): FallbackReason =>
+  failure._tag === "Status"
+    ? (STATUS_REASONS[failure.status] ?? "connection")
+    : failure._tag === "Connection"
+      ? "connection"
+      : "labels"
+
 export const make = (metrics: MetricsRegistry) => {
   const requests = metrics.counter(
     "mesh_node_inference_requests_total",

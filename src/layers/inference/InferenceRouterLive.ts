@@ -4,7 +4,7 @@
  * view (their load), reached through PeerProxy. Each request tries at most MAX_ATTEMPTS providers in rank order; a
  * busy or unreachable one is benched for Cooldowns.COOLDOWN and the next tried with the same body.
  */
-import { Cause, Clock, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Clock, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Scope } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { ModelNotFound, NoAvailableProvider, NoEligibleProvider } from "../../domain/Errors.js"
@@ -241,21 +241,16 @@ export const layer = Layer.scoped(
           Effect.gen(function* () {
             for (const candidate of ranked) {
               if (passed.length >= Inference.MAX_ATTEMPTS) return undefined
+              // The attempt's own scope: closed at once when it fails, else with the request (defects too).
               const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-              const exit = yield* Effect.exit(attempt(candidate, request, headers).pipe(Scope.extend(scope)))
-              if (Exit.isSuccess(exit)) return { candidate, ...exit.value }
-              yield* Scope.close(scope, exit)
-              const failure = Cause.failureOption(exit.cause)
-              if (Option.isNone(failure)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
-              passed.push({ candidate, failure: failure.value })
-              const reason: InferenceMetrics.FallbackReason =
-                failure.value._tag === "Status"
-                  ? (`status_${failure.value.status}` as InferenceMetrics.FallbackReason)
-                  : failure.value._tag === "Connection"
-                    ? "connection"
-                    : "labels"
+              const result = yield* Effect.either(attempt(candidate, request, headers).pipe(Scope.extend(scope)))
+              if (Either.isRight(result)) return { candidate, ...result.right }
+              yield* Scope.close(scope, Exit.void)
+              const failure = result.left
+              passed.push({ candidate, failure })
+              const reason = InferenceMetrics.fallbackReason(failure)
               metrics.fallback(model, candidate.peerId, reason)
-              if (failure.value._tag !== "Labels") {
+              if (failure._tag !== "Labels") {
                 yield* cooldowns.bench(Inference.cooldownKey(candidate, model))
               }
               yield* Effect.logInfo("inference provider passed over").pipe(
