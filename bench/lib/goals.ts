@@ -16,4 +16,10 @@ export const goals = {
    * between the same hosts, and the throughput of 1 MiB bodies through it, in MiB/s.
    */
   proxy: { overheadOverStream: 1.5, largeBodyMiBps: 100 },
+  /**
+   * Inference routing: what the node adds to a small non-streaming completion (node p50 − direct p50), in ms for a
+   * provider on the node itself (LiteLLM documents 3.25 ms), and for a provider on a peer over one bare stream open
+   * + 1 KiB echo between the same hosts.
+   */
+  inference: { localAddedMs: 1, remoteOverStream: 1.5 },
 } as const

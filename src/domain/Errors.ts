@@ -98,6 +98,27 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()(
   HttpApiSchema.annotations({ status: 503 }),
 ) {}
 
+/** A completion named a model that no reachable provider lists (`/v1/*`). */
+export class ModelNotFound extends Schema.TaggedError<ModelNotFound>()(
+  "ModelNotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 }),
+) {}
+
+/** Providers of the model exist, but none attests the labels the caller or the operator requires (`/v1/*`). */
+export class NoEligibleProvider extends Schema.TaggedError<NoEligibleProvider>()(
+  "NoEligibleProvider",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 403 }),
+) {}
+
+/** Every eligible provider of the model failed or is cooling down after a failure; retry after the delay. */
+export class NoAvailableProvider extends Schema.TaggedError<NoAvailableProvider>()(
+  "NoAvailableProvider",
+  { message: Schema.String, retryAfterSeconds: Schema.Number },
+  HttpApiSchema.annotations({ status: 503 }),
+) {}
+
 /** Every error the API renders; handlers fail only with these. */
 export const ApiErrors = [
   BadRequest,
@@ -114,6 +135,9 @@ export const ApiErrors = [
   NotImplemented,
   BadGateway,
   Unavailable,
+  ModelNotFound,
+  NoEligibleProvider,
+  NoAvailableProvider,
 ] as const
 
 export type ApiError =
@@ -131,3 +155,6 @@ export type ApiError =
   | NotImplemented
   | BadGateway
   | Unavailable
+  | ModelNotFound
+  | NoEligibleProvider
+  | NoAvailableProvider

@@ -4,6 +4,7 @@
  * the path rule; headers are cleaned on both sides because neither trusts what the other side's client sent.
  */
 import { Either } from "effect"
+import * as Labels from "./Labels.js"
 import { SERVICE_TYPES, type ServiceType } from "./NodeFile.js"
 
 export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
@@ -82,6 +83,17 @@ const NODE_SET = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forward
 const PEER_FACTS = ["x-mesh-peer-id", "x-mesh-peer-role", "x-mesh-peer-labels"]
 
 export const REQUIRED_LABELS = "x-mesh-required-labels"
+
+/** `X-Mesh-Required-Labels: k=v[,k=v]` of a request, if it has one; a malformed or empty value is refused. */
+export const requiredLabels = (headers: Headers): Either.Either<Record<string, string> | undefined, string> => {
+  const value = headers[REQUIRED_LABELS]
+  if (value === undefined) return Either.right(undefined)
+  const parsed = Labels.parseList(typeof value === "string" ? value : value.join(","))
+  if (Either.isLeft(parsed)) return Either.left(`X-Mesh-Required-Labels must be key=value[,key=value]: ${parsed.left}`)
+  return Object.keys(parsed.right).length === 0
+    ? Either.left("X-Mesh-Required-Labels names no label")
+    : Either.right(parsed.right)
+}
 
 /** What the local client's request looked like, for the serving side (card rewrite, X-Forwarded-*). */
 export interface Origin {

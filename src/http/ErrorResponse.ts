@@ -10,7 +10,7 @@ import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/plat
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
-import { type ApiError, ApiErrors, MethodNotAllowed, RateLimited } from "../domain/Errors.js"
+import { type ApiError, ApiErrors, MethodNotAllowed, NoAvailableProvider, RateLimited } from "../domain/Errors.js"
 
 export interface ErrorBody {
   readonly error: string
@@ -19,7 +19,15 @@ export interface ErrorBody {
 
 const snakeCase = (tag: string): string => tag.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase()
 
-export const body = (status: number, code: string, message: string, headers?: Record<string, string>) =>
+/** Turns a failure's status, stable code and message into a response (some routes speak another error dialect). */
+export type Renderer = (
+  status: number,
+  code: string,
+  message: string,
+  headers?: Record<string, string>,
+) => HttpServerResponse.HttpServerResponse
+
+export const body: Renderer = (status, code, message, headers) =>
   HttpServerResponse.unsafeJson({ error: code, message } satisfies ErrorBody, {
     status,
     headers: { "cache-control": "no-store", ...headers },
@@ -33,15 +41,15 @@ export const parts = (error: ApiError): { readonly status: number; readonly body
   body: { error: snakeCase(error._tag), message: error.message },
 })
 
-export const fromApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
+export const fromApiError = (error: ApiError, render: Renderer = body): HttpServerResponse.HttpServerResponse => {
   const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
   const headers =
-    error instanceof RateLimited
+    error instanceof RateLimited || error instanceof NoAvailableProvider
       ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
       : error instanceof MethodNotAllowed
         ? { allow: error.allow.join(", ") }
         : undefined
-  return body(status, snakeCase(error._tag), error.message, headers)
+  return render(status, snakeCase(error._tag), error.message, headers)
 }
 
 /** Names the offending fields only: decode messages may quote the input, which can be a secret. */
@@ -87,26 +95,29 @@ const isLocked = (error: SqlError): boolean => {
   return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED"
 }
 
-const requestErrorResponse = (error: HttpServerError.RequestError) => {
+const requestErrorResponse = (error: HttpServerError.RequestError, render: Renderer) => {
   const text = String((error.cause as { message?: unknown } | undefined)?.message ?? "")
   return /max(imum)? ?bytes|too large/i.test(text)
-    ? body(413, "payload_too_large", "request body too large")
-    : body(400, "bad_request", "malformed request body")
+    ? render(413, "payload_too_large", "request body too large")
+    : render(400, "bad_request", "malformed request body")
 }
 
-/** Renders a failed request. Never fails. */
-export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+/** Renders a failed request (with the one error body unless told otherwise). Never fails. */
+export const fromCause = (
+  cause: Cause.Cause<unknown>,
+  render: Renderer = body,
+): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   const failure = Cause.failureOption(cause)
   const error = Option.isSome(failure) ? failure.value : Option.getOrUndefined(Cause.dieOption(cause))
   if (error === undefined && Cause.isInterruptedOnly(cause)) {
     // The client went away; nobody reads this answer.
     return Effect.succeed(HttpServerResponse.empty({ status: 499 }))
   }
-  if (isApiError(error)) return Effect.succeed(fromApiError(error))
-  if (error instanceof HttpApiDecodeError) return Effect.succeed(body(400, "bad_request", decodeMessage(error)))
+  if (isApiError(error)) return Effect.succeed(fromApiError(error, render))
+  if (error instanceof HttpApiDecodeError) return Effect.succeed(render(400, "bad_request", decodeMessage(error)))
   if (HttpServerError.isServerError(error)) {
-    if (error._tag === "RouteNotFound") return Effect.succeed(body(404, "not_found", "no such route"))
-    if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error))
+    if (error._tag === "RouteNotFound") return Effect.succeed(render(404, "not_found", "no such route"))
+    if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error, render))
   }
   // Any database failure in the cause decides, not only the first: a lost connection often surfaces twice.
   const unavailable = [...Cause.failures(cause), ...Cause.defects(cause)].find(
@@ -116,8 +127,8 @@ export const fromCause = (cause: Cause.Cause<unknown>): Effect.Effect<HttpServer
     const message = isLocked(unavailable) ? "database is locked by another writer" : "database unavailable"
     return Effect.as(
       Effect.logWarning(message, unavailable.message),
-      body(503, "unavailable", message, { "retry-after": "1" }),
+      render(503, "unavailable", message, { "retry-after": "1" }),
     )
   }
-  return Effect.as(Effect.logError("request failed", cause), body(500, "internal", "internal error"))
+  return Effect.as(Effect.logError("request failed", cause), render(500, "internal", "internal error"))
 }

@@ -6,6 +6,8 @@ import * as Middleware from "./Middleware.js"
 import * as McpRoutes from "./mcp/McpRoutes.js"
 import * as DiscoverRoutes from "./mesh/DiscoverRoutes.js"
 import * as ProxyRoutes from "./mesh/ProxyRoutes.js"
+import * as InferenceRoutes from "./v1/InferenceRoutes.js"
+import * as OpenAiError from "./v1/OpenAiError.js"
 
 export const routes = [
   ...HealthRoutes.routes,
@@ -13,7 +15,9 @@ export const routes = [
   ...IdentityRoutes.routes,
   ...DiscoverRoutes.routes,
   ...ProxyRoutes.routes,
+  ...InferenceRoutes.routes,
   ...DebugRoutes.routes,
 ]
 
-export const make = Middleware.make(routes)
+/** `/v1/*` speaks OpenAI's error dialect, so OpenAI SDKs report our refusals as they report OpenAI's. */
+export const make = Middleware.make(routes, [{ prefix: "/v1/", render: OpenAiError.render }])

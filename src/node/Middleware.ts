@@ -52,9 +52,20 @@ const presented = (headers: Readonly<Record<string, string | undefined>>, allowA
   return { _tag: "None" }
 }
 
-export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(routes: T) =>
+/** Failures under `prefix` (matched or not) are rendered by `render`: `/v1/*` answers in OpenAI's error shape. */
+export interface ErrorDialect {
+  readonly prefix: string
+  readonly render: ErrorResponse.Renderer
+}
+
+export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
+  routes: T,
+  dialects: ReadonlyArray<ErrorDialect> = [],
+) =>
   Effect.gen(function* () {
     const lookup = Route.table(routes)
+    const renderFor = (path: string): ErrorResponse.Renderer =>
+      dialects.find((d) => path.startsWith(d.prefix))?.render ?? ErrorResponse.body
     const token = yield* ApiToken
     const lifecycle = yield* NodeLifecycle
     const metrics = yield* Metrics
@@ -145,10 +156,11 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(routes: T) =
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = yield* Clock.currentTimeNanos
-      const found = lookup(request.method, pathOf(request.url))
+      const path = pathOf(request.url)
+      const found = lookup(request.method, path)
       inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
       const response = yield* serve(request, found).pipe(
-        Effect.catchAllCause(ErrorResponse.fromCause),
+        Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
         Effect.ensuring(
           Effect.flatMap(
             Ref.updateAndGet(active, (n) => n - 1),

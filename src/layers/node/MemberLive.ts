@@ -1,8 +1,8 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
- * node mode, links to the routers, the policy view, signed events, the MCP gateway, and its services: probes and
- * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), discovery and both
- * sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
+ * node mode, links to the routers, the policy view, signed events, the MCP gateway, the inference router, and its
+ * services: probes and publication (DHT records, gossip announcements, the catalog protocol, the catalog report),
+ * discovery and both sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -11,6 +11,7 @@ import { NODE_ROLE } from "../../domain/Policy.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
+import * as InferenceRouterLive from "../inference/InferenceRouterLive.js"
 import * as Announcer from "../local/Announcer.js"
 import * as CatalogServer from "../local/CatalogServer.js"
 import * as LocalServicesLive from "../local/LocalServicesLive.js"
@@ -64,8 +65,11 @@ const services = Layer.mergeAll(
   PeerIngressLive.layer,
 ).pipe(Layer.provideMerge(LocalServicesLive.layer))
 
+/** Inference for local clients, over this node's services and the peers' (through the proxy, exported with it). */
+const inference = InferenceRouterLive.layer.pipe(Layer.provideMerge(PeerProxyLive.layer), Layer.provide(services))
+
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
-  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, PeerProxyLive.layer, services).pipe(
+  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, inference, services).pipe(
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
     Layer.provideMerge(RouterLinksLive.layer),

@@ -116,6 +116,7 @@ export const layer = Layer.effect(
         outgoing.once("error", failed)
         const body = request.body
         if (body === undefined) outgoing.end()
+        else if (body instanceof Uint8Array) outgoing.end(body)
         else {
           body.once("error", (error) => outgoing.destroy(error))
           body.pipe(outgoing)

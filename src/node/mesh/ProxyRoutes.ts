@@ -10,22 +10,12 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Either } from "effect"
 import { BadRequest } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
-import * as Labels from "../../domain/Labels.js"
 import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import { inMember } from "../InMember.js"
 import { Listener } from "../Listener.js"
 import { raw } from "../RawHandler.js"
 import * as Route from "../Route.js"
-
-const requiredLabels = (headers: Forwarding.Headers): Effect.Effect<Record<string, string> | undefined, BadRequest> => {
-  const value = headers[Forwarding.REQUIRED_LABELS]
-  if (value === undefined) return Effect.succeed(undefined)
-  const parsed = Labels.parseList(typeof value === "string" ? value : value.join(","))
-  return Either.isLeft(parsed)
-    ? Effect.fail(new BadRequest({ message: `X-Mesh-Required-Labels must be key=value[,key=value]: ${parsed.left}` }))
-    : Effect.succeed(parsed.right)
-}
 
 const handler = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -40,7 +30,8 @@ const handler = Effect.gen(function* () {
   const { peer = "", type = "", name = "" } = match.params
   const service = Forwarding.checkService(type, name)
   if (Either.isLeft(service)) return yield* new BadRequest({ message: service.left })
-  const required = yield* requiredLabels(request.headers)
+  const required = Forwarding.requiredLabels(request.headers)
+  if (Either.isLeft(required)) return yield* new BadRequest({ message: required.left })
   const proxy = yield* PeerProxy
   const incoming = NodeHttpServerRequest.toIncomingMessage(request)
   return yield* Effect.scoped(
@@ -54,7 +45,7 @@ const handler = Effect.gen(function* () {
         method: request.method,
         headers: request.headers,
         ...(hasBody(incoming) ? { body: incoming } : {}),
-        ...(required === undefined ? {} : { requiredLabels: required }),
+        ...(required.right === undefined ? {} : { requiredLabels: required.right }),
         origin: {
           host: request.headers.host ?? "localhost",
           proto: listener.kind === "tls" ? "https" : "http",

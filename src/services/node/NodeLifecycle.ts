@@ -5,6 +5,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { Discovery } from "../discovery/Discovery.js"
+import type { InferenceRouter } from "../inference/InferenceRouter.js"
 import type { LocalServices } from "../local/LocalServices.js"
 import type { McpGateway } from "../mcp/McpGateway.js"
 import type { Membership } from "../member/Membership.js"
@@ -25,6 +26,7 @@ export type MemberServices =
   | Discovery
   | PeerProxy
   | PeerIngress
+  | InferenceRouter
 
 export type Phase =
   /** No identity and no way to enroll: only the login instructions are served. */

@@ -1,0 +1,354 @@
+/**
+ * InferenceRouter over the node's services: this node's inference services (LocalServices: published, listing the
+ * model) are tried first, straight at their backends; then remote providers, from the model registry and the gossip
+ * view (their load), reached through PeerProxy. Each request tries at most MAX_ATTEMPTS providers in rank order; a
+ * busy or unreachable one is benched for Cooldowns.COOLDOWN and the next tried with the same body.
+ */
+import { Clock, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Scope } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import * as Biscuit from "../../crypto/Biscuit.js"
+import { ModelNotFound, NoAvailableProvider, NoEligibleProvider } from "../../domain/Errors.js"
+import * as Forwarding from "../../domain/Forwarding.js"
+import * as Inference from "../../domain/Inference.js"
+import { NODE_ROLE } from "../../domain/Policy.js"
+import { Discovery } from "../../services/discovery/Discovery.js"
+import {
+  type Answer,
+  type CompletionRequest,
+  InferenceRouter,
+  type RoutingError,
+} from "../../services/inference/InferenceRouter.js"
+import { LocalServices } from "../../services/local/LocalServices.js"
+import { Membership } from "../../services/member/Membership.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { Metrics } from "../../services/operations/Metrics.js"
+import { PeerProxy } from "../../services/proxy/PeerProxy.js"
+import * as Cooldowns from "./Cooldowns.js"
+import { deliver, UsageTap } from "./Delivery.js"
+import * as InferenceMetrics from "./InferenceMetrics.js"
+import * as LocalBackend from "./LocalBackend.js"
+import * as ModelRegistry from "./ModelRegistry.js"
+
+/** Why a provider was passed over. */
+type Failure =
+  | { readonly _tag: "Status"; readonly status: number }
+  | { readonly _tag: "Connection"; readonly reason: string }
+  /** Its verified credential lacks the labels required (checked when the proxy reached it); nothing was sent. */
+  | { readonly _tag: "Labels"; readonly reason: string }
+
+interface Passed {
+  readonly candidate: Inference.Candidate
+  readonly failure: Failure
+}
+
+const describeFailure = (passed: Passed): string => {
+  const who = `${passed.candidate.local ? "local service" : `peer ${passed.candidate.peerId}`} ${passed.candidate.service}`
+  const failure = passed.failure
+  return failure._tag === "Status"
+    ? `${who} answered ${failure.status}`
+    : failure._tag === "Connection"
+      ? `${who} did not answer (${failure.reason})`
+      : `${who} does not attest the required labels`
+}
+
+const pairs = (labels: Readonly<Record<string, string>>): string =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .sort()
+    .join(",")
+
+/** How long the remote providers found for a model are reused. */
+const REMOTE_REUSE_MS = 1000
+const MAX_CACHED_MODELS = 1024
+
+const nanosToSeconds = (nanos: bigint): number => Number(nanos) / 1e9
+
+export const layer = Layer.scoped(
+  InferenceRouter,
+  Effect.gen(function* () {
+    const host = yield* MeshHost
+    const membership = yield* Membership
+    const local = yield* LocalServices
+    const discovery = yield* Discovery
+    const proxy = yield* PeerProxy
+    const settings = yield* NodeConfig
+    const floor = settings.file.egress.require_labels
+    const metrics = InferenceMetrics.make(yield* Metrics)
+    const registry = yield* ModelRegistry.make
+    const backends = yield* LocalBackend.make(settings.file.services)
+    const cooldowns = yield* Cooldowns.make
+    const turns = yield* Ref.make(0)
+    const self = host.peerId
+
+    /** The labels our credential attests, read again only when the credential changes. */
+    const ownCache = yield* Ref.make<
+      { readonly credential: Uint8Array; readonly labels: Readonly<Record<string, string>> } | undefined
+    >(undefined)
+    const ownLabels = Effect.gen(function* () {
+      const credential = yield* membership.credential
+      const cached = yield* Ref.get(ownCache)
+      if (cached?.credential === credential) return cached.labels
+      const verified = Biscuit.verify(credential, (yield* membership.trust).keyFor, yield* Clock.currentTimeMillis, {
+        allowExpired: true,
+      })
+      const labels = Either.isRight(verified) ? verified.right.facts.labels : {}
+      yield* Ref.set(ownCache, { credential, labels })
+      return labels
+    })
+
+    const localModels = Effect.map(local.published, (services) =>
+      services.filter((s) => s.type === "inference" && backends.has(s.name)),
+    )
+
+    const models = Effect.gen(function* () {
+      const mine = (yield* localModels).flatMap((s) => s.keys.map((id) => ({ id, owned_by: self })))
+      // With models of our own the listing is not empty, so an empty remote view is kept like any other.
+      const theirs = (yield* registry.fresh(mine.length > 0)).map((m) => ({ id: m.id, owned_by: m.peerId }))
+      return Inference.modelList(mine, theirs)
+    })
+
+    const localCandidates = (model: string, labels: Readonly<Record<string, string>>) =>
+      Effect.map(localModels, (services) =>
+        services
+          .filter((s) => s.keys.includes(model))
+          .map((s): Inference.Candidate => ({ peerId: self, service: s.name, local: true, labels, load: s.inFlight })),
+      )
+
+    /** Peers serving the model, from a registry view and the gossip view; labels as verified when we can. */
+    const remoteCandidates = (model: string, view: ReadonlyArray<ModelRegistry.RemoteModel>) =>
+      Effect.gen(function* () {
+        const heard = yield* discovery.announcers("inference", model)
+        const banned = yield* membership.banned
+        const found = new Map<string, Omit<Inference.Candidate, "local">>()
+        for (const m of view) {
+          if (m.id === model) found.set(`${m.peerId}/${m.service}`, { ...m, load: 0 })
+        }
+        for (const a of heard) {
+          const key = `${a.peerId}/${a.service}`
+          const known = found.get(key)
+          const labels = known !== undefined && !a.labelsAttested ? known.labels : a.labels
+          found.set(key, { peerId: a.peerId, service: a.service, labels, load: a.activeRequests })
+        }
+        const out: Array<Inference.Candidate> = []
+        for (const c of found.values()) {
+          if (c.peerId === self || banned.has(c.peerId)) continue
+          const peer = yield* host.peer(c.peerId)
+          out.push({ ...c, local: false, labels: Option.isSome(peer) ? peer.value.labels : c.labels })
+        }
+        return out
+      })
+
+    /**
+     * The same, reused for up to a second per model and registry view: gossip only changes load every few seconds,
+     * and asking the gossip view on every request cost a tenth of a millisecond. Only known models are kept.
+     */
+    const remoteCache = yield* Ref.make<
+      ReadonlyMap<
+        string,
+        {
+          readonly atMs: number
+          readonly view: ReadonlyArray<ModelRegistry.RemoteModel>
+          readonly candidates: ReadonlyArray<Inference.Candidate>
+        }
+      >
+    >(new Map())
+    const remotesOf = (model: string, view: ReadonlyArray<ModelRegistry.RemoteModel>, nowMs: number) =>
+      Effect.gen(function* () {
+        const hit = (yield* Ref.get(remoteCache)).get(model)
+        if (hit !== undefined && hit.view === view && nowMs - hit.atMs < REMOTE_REUSE_MS) return hit.candidates
+        const candidates = yield* remoteCandidates(model, view)
+        if (candidates.length > 0) {
+          yield* Ref.update(remoteCache, (cache) => {
+            const next = cache.size >= MAX_CACHED_MODELS ? new Map() : new Map(cache)
+            return next.set(model, { atMs: nowMs, view, candidates })
+          })
+        }
+        return candidates
+      })
+
+    /** One provider: its answer's head, or why it was passed over. The request lives as long as the scope. */
+    const attempt = (candidate: Inference.Candidate, request: CompletionRequest, headers: Forwarding.OutgoingHeaders) =>
+      Effect.gen(function* () {
+        const startedAt = yield* Clock.currentTimeNanos
+        const response = candidate.local
+          ? yield* Effect.zipRight(
+              local.track("inference", candidate.service),
+              backends
+                .send(
+                  candidate.service,
+                  request.path,
+                  request.query,
+                  Forwarding.toBackend(headers, { peerId: self, role: NODE_ROLE, labels: candidate.labels }, ""),
+                  request.body,
+                )
+                .pipe(Effect.mapError((reason): Failure => ({ _tag: "Connection", reason }))),
+            )
+          : yield* proxy
+              .forward({
+                peerId: candidate.peerId,
+                type: "inference",
+                name: candidate.service,
+                path: request.path,
+                query: request.query,
+                method: "POST",
+                headers,
+                body: request.body,
+                ...(request.requiredLabels === undefined ? {} : { requiredLabels: request.requiredLabels }),
+              })
+              .pipe(
+                Effect.mapError(
+                  (error): Failure =>
+                    error._tag === "Forbidden"
+                      ? { _tag: "Labels", reason: error.message }
+                      : { _tag: "Connection", reason: error.message },
+                ),
+              )
+        const headAt = yield* Clock.currentTimeNanos
+        const status = response.statusCode ?? 502
+        if (Inference.RETRYABLE_STATUSES.has(status)) return yield* Effect.fail<Failure>({ _tag: "Status", status })
+        return { response, status, providerNanos: headAt - startedAt }
+      })
+
+    const complete = (request: CompletionRequest): Effect.Effect<Answer, RoutingError, Scope.Scope> =>
+      Effect.gen(function* () {
+        const model = request.model
+        const outer = yield* Effect.scope
+        const nowMs = yield* Clock.currentTimeMillis
+        const input: Inference.RankInput = {
+          model,
+          required: request.requiredLabels,
+          floor,
+          coolingUntil: yield* cooldowns.current,
+          nowMs,
+          turn: yield* Ref.getAndUpdate(turns, (n) => n + 1),
+        }
+        const headers = Inference.providerHeaders(request.headers, request.body.byteLength)
+        const passed: Array<Passed> = []
+
+        const refuse = (error: RoutingError, reason: InferenceMetrics.ErrorReason, known: boolean) =>
+          Effect.flatMap(Clock.currentTimeNanos, (now) => {
+            metrics.refused(
+              known ? model : InferenceMetrics.UNKNOWN_MODEL,
+              error._tag === "ModelNotFound" ? 404 : error._tag === "NoEligibleProvider" ? 403 : 503,
+              reason,
+              nanosToSeconds(now - request.receivedAtNanos),
+            )
+            return Effect.fail(error)
+          })
+
+        /** Tries the ranked providers in turn, within the attempt budget; the first that answers, if any. */
+        const tryInTurn = (ranked: ReadonlyArray<Inference.Candidate>) =>
+          Effect.gen(function* () {
+            for (const candidate of ranked) {
+              if (passed.length >= Inference.MAX_ATTEMPTS) return undefined
+              // The attempt's own scope: closed at once when it fails, else with the request (defects too).
+              const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+              const result = yield* Effect.either(attempt(candidate, request, headers).pipe(Scope.extend(scope)))
+              if (Either.isRight(result)) return { candidate, ...result.right }
+              yield* Scope.close(scope, Exit.void)
+              const failure = result.left
+              passed.push({ candidate, failure })
+              const reason = InferenceMetrics.fallbackReason(failure)
+              metrics.fallback(model, candidate.peerId, reason)
+              if (failure._tag !== "Labels") {
+                yield* cooldowns.bench(Inference.cooldownKey(candidate, model))
+              }
+              yield* Effect.logInfo("inference provider passed over").pipe(
+                Effect.annotateLogs({ model, peer: candidate.peerId, service: candidate.service, reason }),
+              )
+            }
+            return undefined
+          })
+
+        const locals = yield* localCandidates(model, yield* ownLabels)
+        const localRanking = Inference.rank(locals, input)
+        let won = yield* tryInTurn(localRanking.ordered)
+        let remoteRanking: Inference.Ranking | undefined
+        if (won === undefined) {
+          let remotes = yield* remotesOf(model, yield* registry.kept, nowMs)
+          // Nobody we know of serves it: look once more, in case a provider appeared since the last listing.
+          if (locals.length === 0 && remotes.length === 0) {
+            remotes = yield* remoteCandidates(model, yield* registry.refresh(nowMs))
+          }
+          if (locals.length === 0 && remotes.length === 0) {
+            return yield* refuse(
+              new ModelNotFound({ message: "no reachable provider serves the requested model" }),
+              "model_not_found",
+              false,
+            )
+          }
+          remoteRanking = Inference.rank(remotes, input)
+          won = yield* tryInTurn(remoteRanking.ordered)
+        }
+
+        if (won === undefined) {
+          const rankings = remoteRanking === undefined ? [localRanking] : [localRanking, remoteRanking]
+          const sent = passed.filter((p) => p.failure._tag !== "Labels")
+          const cooling = rankings.flatMap((r) => (r.coolingUntilMs === undefined ? [] : [r.coolingUntilMs]))
+          if (sent.length === 0 && cooling.length === 0) {
+            const wanted = [
+              request.requiredLabels === undefined ? [] : [`one of ${pairs(request.requiredLabels)}`],
+              Object.keys(floor).length === 0 ? [] : [`all of the operator's egress.require_labels (${pairs(floor)})`],
+            ].flat()
+            return yield* refuse(
+              new NoEligibleProvider({
+                message: `no provider of the requested model attests ${wanted.join(" and ")}`,
+              }),
+              "no_eligible_provider",
+              true,
+            )
+          }
+          const untried = rankings.reduce((n, r) => n + r.ordered.length, 0) - passed.length
+          const now = yield* Clock.currentTimeMillis
+          const retryMs =
+            untried > 0 ? 1000 : Math.min(...cooling, ...(sent.length > 0 ? [now + Cooldowns.COOLDOWN_MS] : [])) - now
+          const failed = passed.map(describeFailure)
+          const benched = cooling.length > 0 ? ["others are cooling down after recent failures"] : []
+          return yield* refuse(
+            new NoAvailableProvider({
+              message: `no provider of the requested model is available: ${[...failed, ...benched].join("; ")}`,
+              retryAfterSeconds: Math.max(1, Math.ceil(retryMs / 1000)),
+            }),
+            "no_available_provider",
+            true,
+          )
+        }
+
+        const { candidate, response, status, providerNanos } = won
+        const tap = new UsageTap(response.headers)
+        const send = (res: Parameters<Answer["send"]>[0]) =>
+          Effect.gen(function* () {
+            const sentAt = yield* Clock.currentTimeNanos
+            const overhead = sentAt - request.receivedAtNanos - providerNanos
+            metrics.overhead(candidate.local, nanosToSeconds(overhead))
+            yield* deliver(
+              response,
+              res,
+              {
+                "x-mesh-provider": candidate.peerId,
+                "x-mesh-overhead-ms": (Number(overhead) / 1e6).toFixed(3),
+              },
+              tap,
+            )
+          }).pipe(
+            Effect.ensuring(
+              Effect.flatMap(Clock.currentTimeNanos, (end) =>
+                Effect.sync(() =>
+                  metrics.answered(
+                    model,
+                    candidate.peerId,
+                    status,
+                    nanosToSeconds(end - request.receivedAtNanos),
+                    response.complete,
+                    response.complete ? tap.usage() : undefined,
+                  ),
+                ),
+              ),
+            ),
+          )
+        return { provider: candidate.peerId, local: candidate.local, status, send } satisfies Answer
+      })
+
+    return InferenceRouter.of({ peerId: self, models, complete })
+  }),
+)
