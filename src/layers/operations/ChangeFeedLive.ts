@@ -39,12 +39,11 @@ const make = (options: { readonly listen: boolean }): Effect.Effect<ChangeFeedSe
             onSome: (client) =>
               // pg_notify, not the client's notify(): that sends `NOTIFY chan, $1`, which postgres refuses (NOTIFY
               // takes no parameters), so no replica ever heard a change.
-              client`SELECT pg_notify(${CHANNEL}, ${topic})`
-                .pipe(
-                  Effect.catchAll((error) =>
-                    Effect.logWarning("could not announce a change to other replicas", error.message),
-                  ),
+              client`SELECT pg_notify(${CHANNEL}, ${topic})`.pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning("could not announce a change to other replicas", error.message),
                 ),
+              ),
           }),
         ),
       version: SubscriptionRef.get(version),
