@@ -345,9 +345,13 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(errorOf(denied)).toEqual({ error: "forbidden", message: expect.stringContaining("allowed_services") })
       const unknown = yield* call(a.url, `/mesh/${bId}/inference/nothing-here`, { headers: token(a) })
       expect(unknown.status).toBe(404)
-      const command = yield* call(a.url, `/mesh/${bId}/mcp/local`, { method: "POST", headers: token(a) })
-      expect(command.status).toBe(501)
-      expect(errorOf(command).error).toBe("not_implemented")
+      // A stdio server's session starts with an initialize; anything else without a session is refused.
+      const command = yield* call(a.url, `/mesh/${bId}/mcp/local`, {
+        method: "POST",
+        headers: { ...token(a), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      })
+      expect(command.status).toBe(400)
     }),
   )
 

@@ -1,7 +1,8 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
  * node mode, links to the routers, the policy view, signed events, the MCP gateway, and its services: probes and
- * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), discovery and both
+ * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), the stdio MCP servers
+ * it runs, discovery and both
  * sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
@@ -16,6 +17,7 @@ import * as CatalogServer from "../local/CatalogServer.js"
 import * as LocalServicesLive from "../local/LocalServicesLive.js"
 import * as ProviderRecords from "../local/ProviderRecords.js"
 import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
+import * as StdioServersLive from "../mcp/StdioServersLive.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
@@ -62,7 +64,7 @@ const services = Layer.mergeAll(
   CatalogReport.layer,
   DiscoveryLive.layer,
   PeerIngressLive.layer,
-).pipe(Layer.provideMerge(LocalServicesLive.layer))
+).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
   Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, PeerProxyLive.layer, services).pipe(

@@ -7,6 +7,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { Discovery } from "../discovery/Discovery.js"
 import type { LocalServices } from "../local/LocalServices.js"
 import type { McpGateway } from "../mcp/McpGateway.js"
+import type { StdioServers } from "../mcp/StdioServers.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
 import type { PeerIngress } from "../proxy/PeerIngress.js"
@@ -21,6 +22,7 @@ export type MemberServices =
   | RouterLinks
   | PolicyView
   | McpGateway
+  | StdioServers
   | LocalServices
   | Discovery
   | PeerProxy
