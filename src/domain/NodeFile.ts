@@ -18,6 +18,7 @@ export const isServiceName = (name: string): boolean => SERVICE_NAME.test(name)
 /** Processes a command service runs at once when `max_processes` is not given, and the most it may ask for. */
 export const DEFAULT_MAX_PROCESSES = 8
 const MAX_PROCESSES_LIMIT = 256
+const MAX_PROCESSES_MESSAGE = `must be a whole number from 1 to ${MAX_PROCESSES_LIMIT}`
 
 const LabelMap = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
   Schema.filter((labels) => Either.match(Labels.validate(labels), { onLeft: (reason) => reason, onRight: () => true })),
@@ -46,12 +47,10 @@ const ServiceEntry = Schema.Struct({
   env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
   /** A command service: how many of its processes may run at once (one per caller session); DEFAULT_MAX_PROCESSES. */
   max_processes: Schema.optional(
-    Schema.Number.pipe(
-      Schema.filter(
-        (n) =>
-          (Number.isInteger(n) && n >= 1 && n <= MAX_PROCESSES_LIMIT) ||
-          `must be a whole number from 1 to ${MAX_PROCESSES_LIMIT}`,
-      ),
+    Schema.Number.annotations({ message: () => MAX_PROCESSES_MESSAGE }).pipe(
+      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= MAX_PROCESSES_LIMIT, {
+        message: () => MAX_PROCESSES_MESSAGE,
+      }),
     ),
   ),
 }).pipe(
