@@ -1,9 +1,9 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
- * node mode, links to the routers, the policy view, signed events, the MCP gateway, and its services: probes and
- * publication (DHT records, gossip announcements, the catalog protocol, the catalog report), the stdio MCP servers
- * it runs, discovery and both
- * sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
+ * node mode, links to the routers, the policy view, signed events, the MCP gateway with its sessions with peers' MCP
+ * services, and its services: probes and publication (DHT records, gossip announcements, the catalog protocol, the
+ * catalog report), the stdio MCP servers it runs, discovery and both sides of the proxy. Built by the lifecycle when
+ * the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -17,6 +17,7 @@ import * as CatalogServer from "../local/CatalogServer.js"
 import * as LocalServicesLive from "../local/LocalServicesLive.js"
 import * as ProviderRecords from "../local/ProviderRecords.js"
 import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
+import * as PeerMcpLive from "../mcp/PeerMcpLive.js"
 import * as StdioServersLive from "../mcp/StdioServersLive.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
@@ -66,8 +67,12 @@ const services = Layer.mergeAll(
   PeerIngressLive.layer,
 ).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
 
+/** The MCP server for local agents, and its sessions with peers' MCP services. */
+const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(PeerMcpLive.layer))
+
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
-  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, PeerProxyLive.layer, services).pipe(
+  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), mcp).pipe(
+    Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
     Layer.provideMerge(RouterLinksLive.layer),

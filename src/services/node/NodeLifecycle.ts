@@ -7,6 +7,7 @@ import { Context, type Effect, type Option } from "effect"
 import type { Discovery } from "../discovery/Discovery.js"
 import type { LocalServices } from "../local/LocalServices.js"
 import type { McpGateway } from "../mcp/McpGateway.js"
+import type { PeerMcp } from "../mcp/PeerMcp.js"
 import type { StdioServers } from "../mcp/StdioServers.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
@@ -22,6 +23,7 @@ export type MemberServices =
   | RouterLinks
   | PolicyView
   | McpGateway
+  | PeerMcp
   | StdioServers
   | LocalServices
   | Discovery
