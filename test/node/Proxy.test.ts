@@ -3,6 +3,7 @@
  * over loopback (real libp2p, real HTTP, real time). Node B publishes the MCP reference server and a small test
  * backend; A calls them through `http://<A>/mesh/<B>/<type>/<name>/...`; C has an egress floor B does not meet.
  */
+import { getEventListeners } from "node:events"
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -433,6 +434,17 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       const echoed = (yield* Effect.promise(() => created.json())) as Echoed
       expect(echoed.url).toBe("/created?x=1")
       expect(echoed.body).toBe('{"hello":"mesh"}')
+      // A body at hand travels with its length, not chunked.
+      expect(echoed.headers["content-length"]).toBe("16")
+      expect(echoed.headers["transfer-encoding"]).toBeUndefined()
+      // One signal for many requests (as an MCP client passes its session's): nothing stays attached to it.
+      const session = new AbortController()
+      for (let i = 0; i < 5; i++) {
+        const answer = yield* proxy.fetch(bId, "inference", "stream", "/echo", { signal: session.signal })
+        yield* Effect.promise(() => answer.text())
+      }
+      yield* Effect.sleep("50 millis")
+      expect(getEventListeners(session.signal, "abort")).toEqual([])
       const refused = yield* proxy
         .fetch(bId, "inference", "stream", "/echo", { requiredLabels: { zone: "mars" } })
         .pipe(Effect.flip)

@@ -25,8 +25,8 @@ export interface ProxyRequest {
   readonly method: string
   /** End-to-end headers to pass on (the API token already removed). */
   readonly headers: Forwarding.Headers
-  /** The request body, streamed; none for a bodiless request. */
-  readonly body?: Readable
+  /** The request body, streamed or at hand; none for a bodiless request. */
+  readonly body?: Readable | Uint8Array
   /** `X-Mesh-Required-Labels`: the peer must attest at least one pair. */
   readonly requiredLabels?: Readonly<Record<string, string>>
   /** What the local client's request looked like, passed on as `X-Forwarded-*`. */
