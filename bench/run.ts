@@ -14,6 +14,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["info-keys", () => import("./info-keys.js")],
   ["mesh", () => import("./mesh.js")],
   ["proxy", () => import("./proxy.js")],
+  ["mcp", () => import("./mcp.js")],
 ]
 
 const filter = process.argv[2]

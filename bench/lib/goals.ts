@@ -16,4 +16,9 @@ export const goals = {
    * between the same hosts, and the throughput of 1 MiB bodies through it, in MiB/s.
    */
   proxy: { overheadOverStream: 1.5, largeBodyMiBps: 100 },
+  /**
+   * MCP between peers: what `call_remote_tool` through a node adds to the same MCP call made straight to the
+   * backend (p50 − p50), over one bare stream open + 1 KiB echo between the same hosts.
+   */
+  mcp: { overheadOverStream: 2 },
 } as const
