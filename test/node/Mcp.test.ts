@@ -9,7 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type * as NodeFile from "../../src/domain/NodeFile.js"
 import { PROTOCOL } from "../../src/p2p/CatalogProtocol.js"
@@ -17,6 +17,7 @@ import { PeerMcp } from "../../src/services/mcp/PeerMcp.js"
 import { MeshHost } from "../../src/services/mesh/MeshHost.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
+import { freePort } from "../../src/testing/Ports.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { socketFetch } from "../../src/testing/SocketFetch.js"
 import { setPolicy } from "../support/admin.js"
@@ -441,28 +442,46 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
   )
 })
 
-describe("find_remote_tools when B's catalog is slow", () => {
+class Flaky extends Context.Tag("test/McpFlaky")<
+  Flaky,
+  {
+    readonly a: NodeHarness.NodeHarness
+    readonly b: NodeHarness.NodeHarness
+    readonly bId: string
+    /** B's MCP backend listens here until `stop`. */
+    readonly port: number
+    readonly stop: Effect.Effect<void>
+  }
+>() {}
+
+describe("when things go wrong on B", () => {
   layer(
     Layer.scoped(
-      Mesh,
+      Flaky,
       Effect.gen(function* () {
-        const backend = yield* Backends.statefulMcp()
+        const port = yield* Effect.promise(freePort)
+        const backendScope = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
+        yield* Backends.statefulMcp(port).pipe(Scope.extend(backendScope))
         const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
         yield* setPolicy(cp, POLICY)
         yield* RouterHarness.make(cp)
         const b = yield* NodeHarness.make(cp, {
-          file: { labels: {}, egress: { require_labels: {} }, services: [http("tools", `${backend.url}/mcp`)] },
+          file: {
+            labels: {},
+            egress: { require_labels: {} },
+            services: [http("tools", `http://127.0.0.1:${port}/mcp`)],
+          },
         })
         const a = yield* NodeHarness.make(cp)
         yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
-        return { a, b, aId: yield* a.peerId, bId: yield* b.peerId, backend }
+        return { a, b, bId: yield* b.peerId, port, stop: Scope.close(backendScope, Exit.void) }
       }),
     ),
     { excludeTestServices: true, timeout: Duration.minutes(2) },
   )((it) => {
     it.effect("the gossip path answers: B's tool is found although B's catalog never answers", () =>
       Effect.gen(function* () {
-        const { a, b, bId } = yield* Mesh
+        const { a, b, bId } = yield* Flaky
         // B's catalog protocol now takes questions and never answers them.
         const hostB = yield* memberService(b, MeshHost)
         yield* eventually(
@@ -486,6 +505,27 @@ describe("find_remote_tools when B's catalog is slow", () => {
         const onPeer = rowsOf(yield* call(client, "find_remote_tools", { peer_id: bId }))
         expect(onPeer).toEqual([{ peer_id: bId, error: expect.stringContaining("failed to fetch the peer's catalog") }])
       }).pipe(Effect.scoped),
+    )
+
+    it.effect(
+      "a backend down for a moment: call_remote_tool tries again, and opens a new session with the one that came back",
+      () =>
+        Effect.gen(function* () {
+          const { a, bId, port, stop } = yield* Flaky
+          const aId = yield* a.peerId
+          const client = yield* agent(a)
+          const echo = { peer_id: bId, tool_name: "mcp://tools/echo", arguments: { text: "again" } }
+          expect((yield* call(client, "call_remote_tool", echo)).isError).toBeUndefined()
+          yield* stop
+          // Back 1.5 s later, without the session A had: the first attempt finds B's backend down (502), a later
+          // one a backend that does not know A's session (404), and A opens a new one.
+          const back = yield* Effect.sleep("1500 millis").pipe(Effect.zipRight(Backends.statefulMcp(port)), Effect.fork)
+          const answer = yield* call(client, "call_remote_tool", echo)
+          expect(answer.isError, textOf(answer)).toBeUndefined()
+          expect(answer.content).toEqual([{ type: "text", text: "again" }])
+          const revived = yield* Fiber.join(back)
+          expect(revived.sessionsBy(aId)).toBe(1)
+        }).pipe(Effect.scoped),
     )
   })
 })
