@@ -93,7 +93,7 @@ describe("stdio MCP servers run by a node", () => {
       const { stdio } = yield* serving(spec())
       expect(yield* stdio.tools(spec())).toEqual(["crash", "echo", "env", "pid"])
       expect(yield* running(stdio)).toBe(0)
-      const broken = yield* Effect.flip(stdio.tools(spec({ command: ["mesh-test-no-such-program"] })))
+      const broken = yield* Effect.flip(stdio.tools(spec({ name: "broken", command: ["mesh-test-no-such-program"] })))
       expect(broken).toContain("could not be started")
     }),
   )

@@ -20,7 +20,8 @@ const CONNECT_TIMEOUT = Duration.seconds(15)
 /** A tool call may run long while it reports progress; without any, a minute of silence ends it. */
 const CALL_TIMEOUT_MS = 60_000
 const MAX_CALL_MS = 10 * 60_000
-const CLOSE_TIMEOUT = Duration.seconds(2)
+/** Ending a session is a courtesy to the serving side; a stopping node does not wait longer for it. */
+const CLOSE_TIMEOUT = Duration.seconds(1)
 const MAX_TOOLS = 1024
 
 interface Session {

@@ -24,6 +24,8 @@ export const IDLE = Duration.minutes(10)
 const MAX_INITIALIZE_BYTES = 1024 * 1024
 /** A probe's process must start, initialize and list its tools within this. */
 export const PROBE_TIMEOUT = Duration.seconds(30)
+/** A tool list this fresh stands: a program's start-up is too dear to pay every minute. */
+export const PROBE_KEEP = Duration.minutes(10)
 const MAX_TOOLS = 1024
 
 interface Entry {
@@ -78,8 +80,10 @@ export const layer = Layer.scoped(
     const scope = yield* Effect.scope
     const sessions = yield* Ref.make<ReadonlyMap<string, Entry>>(new Map())
     const slots = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
-    /** The tool names each service listed last. */
-    const known = yield* Ref.make<ReadonlyMap<string, ReadonlyArray<string>>>(new Map())
+    /** The tool names each service listed last, and when. */
+    const known = yield* Ref.make<
+      ReadonlyMap<string, { readonly names: ReadonlyArray<string>; readonly atMs: number }>
+    >(new Map())
 
     const limitOf = (spec: ServiceSpec) => spec.max_processes ?? DEFAULT_MAX_PROCESSES
 
@@ -210,15 +214,17 @@ export const layer = Layer.scoped(
 
     const tools = (spec: ServiceSpec) =>
       Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
         const last = (yield* Ref.get(known)).get(spec.name)
         const inUse = [...(yield* Ref.get(sessions)).values()].some((e) => e.bridge.service === spec.name)
-        // Sessions are being served: the server runs, and its tools are those it listed last.
-        if (inUse && last !== undefined) return last
+        // Sessions are being served, or it answered lately: its tools are those it listed last.
+        if (last !== undefined && (inUse || now - last.atMs < Duration.toMillis(PROBE_KEEP))) return last.names
         if (!(yield* takeSlot(spec))) {
-          return last ?? (yield* Effect.fail(`all ${limitOf(spec)} processes are in use`))
+          return last?.names ?? (yield* Effect.fail(`all ${limitOf(spec)} processes are in use`))
         }
         const names = yield* listTools(spec).pipe(Effect.ensuring(freeSlot(spec.name)))
-        yield* Ref.update(known, (map) => new Map(map).set(spec.name, names))
+        const at = yield* Clock.currentTimeMillis
+        yield* Ref.update(known, (map) => new Map(map).set(spec.name, { names, atMs: at }))
         return names
       })
 

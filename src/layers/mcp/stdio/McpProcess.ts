@@ -19,8 +19,11 @@ const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 /** stderr lines are cut to this length, and at most LOG_LINES of them a minute reach the log. */
 const MAX_LINE = 1000
 const LOG_LINES = 100
-/** After stdin ends, the process gets this long to exit by itself before TERM, and as long again before KILL. */
-const GRACE = Duration.seconds(2)
+/**
+ * After stdin ends, the process gets this long to exit by itself before TERM, and as long again before KILL: short,
+ * since a stopping node has 10 seconds in all.
+ */
+const GRACE = Duration.seconds(1)
 
 const describe = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
