@@ -258,8 +258,15 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
       expect((paged.structuredContent as { services: Array<{ srv_name: string }> }).services).toEqual([
         expect.objectContaining({ srv_name: "hidden" }),
       ])
-      const named = yield* call(client, "discover_remote_services", { type: "mcp", name: "stdio" })
-      expect((named.structuredContent as { services: Array<{ srv_name: string }> }).services.length).toBe(1)
+      // By name: the type+name key, which B provides as the service is published (stdio servers come last).
+      const named = yield* eventually(
+        30,
+        call(client, "discover_remote_services", { type: "mcp", name: "stdio" }),
+        (r) => (r.structuredContent as { services: Array<unknown> }).services.length > 0,
+      )
+      expect((named.structuredContent as { services: Array<{ srv_name: string }> }).services).toEqual([
+        expect.objectContaining({ peer_id: bId, srv_name: "stdio" }),
+      ])
     }).pipe(Effect.scoped),
   )
 
