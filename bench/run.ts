@@ -15,6 +15,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["mesh", () => import("./mesh.js")],
   ["proxy", () => import("./proxy.js")],
   ["inference", () => import("./inference.js")],
+  ["mcp", () => import("./mcp.js")],
 ]
 
 const filter = process.argv[2]

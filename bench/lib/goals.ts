@@ -22,4 +22,9 @@ export const goals = {
    * + 1 KiB echo between the same hosts.
    */
   inference: { localAddedMs: 1, remoteOverStream: 1.5 },
+  /**
+   * MCP between peers: what `call_remote_tool` through a node adds to the same MCP call made straight to the
+   * backend (p50 − p50), over one bare stream open + 1 KiB echo between the same hosts.
+   */
+  mcp: { overheadOverStream: 2 },
 } as const

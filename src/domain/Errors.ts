@@ -77,7 +77,7 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()(
   HttpApiSchema.annotations({ status: 429 }),
 ) {}
 
-/** The request is valid but this release cannot serve it yet (a stdio MCP service through the proxy). */
+/** The request is valid but this release cannot serve it. */
 export class NotImplemented extends Schema.TaggedError<NotImplemented>()(
   "NotImplemented",
   { message: Schema.String },

@@ -15,6 +15,11 @@ const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
 export const isServiceName = (name: string): boolean => SERVICE_NAME.test(name)
 
+/** Processes a command service runs at once when `max_processes` is not given, and the most it may ask for. */
+export const DEFAULT_MAX_PROCESSES = 8
+const MAX_PROCESSES_LIMIT = 256
+const MAX_PROCESSES_MESSAGE = `must be a whole number from 1 to ${MAX_PROCESSES_LIMIT}`
+
 const LabelMap = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
   Schema.filter((labels) => Either.match(Labels.validate(labels), { onLeft: (reason) => reason, onRight: () => true })),
 )
@@ -40,10 +45,24 @@ const ServiceEntry = Schema.Struct({
   /** A stdio MCP server the node runs itself: argv, first the program. */
   command: Schema.optional(Schema.NonEmptyArray(Schema.String)),
   env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+  /** A command service: how many of its processes may run at once (one per caller session); DEFAULT_MAX_PROCESSES. */
+  max_processes: Schema.optional(
+    Schema.Number.annotations({ message: () => MAX_PROCESSES_MESSAGE }).pipe(
+      Schema.filter((n) => Number.isInteger(n) && n >= 1 && n <= MAX_PROCESSES_LIMIT, {
+        message: () => MAX_PROCESSES_MESSAGE,
+      }),
+    ),
+  ),
 }).pipe(
   Schema.filter((s) => {
     if (s.command !== undefined && s.type !== "mcp")
       return { path: ["command"], message: "only mcp services run a command" }
+    if (s.max_processes !== undefined && s.command === undefined) {
+      return { path: ["max_processes"], message: "applies only to a service that runs a command" }
+    }
+    if (Object.keys(s.env).length > 0 && s.command === undefined) {
+      return { path: ["env"], message: "applies only to a service that runs a command" }
+    }
     if ((s.command === undefined) === (s.target_url === undefined)) {
       return { path: ["target_url"], message: "give exactly one of target_url or command" }
     }

@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option, Redacted, TestClock, TestServices } from "effect"
 import * as NodeConfig from "../../src/config/NodeConfig.js"
 import * as LocalServicesLive from "../../src/layers/local/LocalServicesLive.js"
+import * as StdioServersLive from "../../src/layers/mcp/StdioServersLive.js"
 import { type LocalService, LocalServices } from "../../src/services/local/LocalServices.js"
 import { eventually } from "../support/eventually.js"
 
@@ -54,7 +55,10 @@ describe("LocalServices", () => {
           },
         })
         const context = yield* Layer.build(
-          LocalServicesLive.layer.pipe(Layer.provide(Layer.succeed(NodeConfig.NodeConfig, settings))),
+          LocalServicesLive.layer.pipe(
+            Layer.provide(StdioServersLive.layer),
+            Layer.provide(Layer.succeed(NodeConfig.NodeConfig, settings)),
+          ),
         )
         const local = Context.get(context, LocalServices)
         const lookup = Effect.map(local.lookup("inference", "llm"), view)
@@ -103,11 +107,14 @@ describe("LocalServices", () => {
         file: {
           labels: {},
           egress: { require_labels: {} },
-          services: [{ name: "tools", type: "mcp", description: "", command: ["unused"], env: {} }],
+          services: [{ name: "tools", type: "mcp", description: "", command: ["mesh-test-no-such-program"], env: {} }],
         },
       })
       const context = yield* Layer.build(
-        LocalServicesLive.layer.pipe(Layer.provide(Layer.succeed(NodeConfig.NodeConfig, settings))),
+        LocalServicesLive.layer.pipe(
+          Layer.provide(StdioServersLive.layer),
+          Layer.provide(Layer.succeed(NodeConfig.NodeConfig, settings)),
+        ),
       )
       const local = Context.get(context, LocalServices)
       const inFlight = Effect.map(local.lookup("mcp", "tools"), (s) => Option.map(s, (x) => x.inFlight))
@@ -124,11 +131,12 @@ describe("LocalServices", () => {
         }),
       )
       expect(yield* inFlight).toEqual(Option.some(0))
-      // A stdio server is not run by this node yet: never published.
-      yield* eventually(
-        Effect.map(local.lookup("mcp", "tools"), (s) => Option.getOrNull(s)?.state),
-        (s) => s === "unsupported",
+      // A stdio server whose program cannot be started is withheld, saying why.
+      const withheld = yield* eventually(
+        Effect.map(local.lookup("mcp", "tools"), view),
+        (s) => Option.getOrNull(s)?.error?.includes("could not be started") === true,
       )
+      expect(Option.map(withheld, (s) => s.state)).toEqual(Option.some("withheld"))
     }),
   )
 })

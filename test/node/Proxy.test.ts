@@ -3,6 +3,7 @@
  * over loopback (real libp2p, real HTTP, real time). Node B publishes the MCP reference server and a small test
  * backend; A calls them through `http://<A>/mesh/<B>/<type>/<name>/...`; C has an egress floor B does not meet.
  */
+import { getEventListeners } from "node:events"
 import { request as httpRequest, type IncomingMessage } from "node:http"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -345,9 +346,13 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(errorOf(denied)).toEqual({ error: "forbidden", message: expect.stringContaining("allowed_services") })
       const unknown = yield* call(a.url, `/mesh/${bId}/inference/nothing-here`, { headers: token(a) })
       expect(unknown.status).toBe(404)
-      const command = yield* call(a.url, `/mesh/${bId}/mcp/local`, { method: "POST", headers: token(a) })
-      expect(command.status).toBe(501)
-      expect(errorOf(command).error).toBe("not_implemented")
+      // A stdio server's session starts with an initialize; anything else without a session is refused.
+      const command = yield* call(a.url, `/mesh/${bId}/mcp/local`, {
+        method: "POST",
+        headers: { ...token(a), "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      })
+      expect(command.status).toBe(400)
     }),
   )
 
@@ -429,6 +434,17 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       const echoed = (yield* Effect.promise(() => created.json())) as Echoed
       expect(echoed.url).toBe("/created?x=1")
       expect(echoed.body).toBe('{"hello":"mesh"}')
+      // A body at hand travels with its length, not chunked.
+      expect(echoed.headers["content-length"]).toBe("16")
+      expect(echoed.headers["transfer-encoding"]).toBeUndefined()
+      // One signal for many requests (as an MCP client passes its session's): nothing stays attached to it.
+      const session = new AbortController()
+      for (let i = 0; i < 5; i++) {
+        const answer = yield* proxy.fetch(bId, "inference", "stream", "/echo", { signal: session.signal })
+        yield* Effect.promise(() => answer.text())
+      }
+      yield* Effect.sleep("50 millis")
+      expect(getEventListeners(session.signal, "abort")).toEqual([])
       const refused = yield* proxy
         .fetch(bId, "inference", "stream", "/echo", { requiredLabels: { zone: "mars" } })
         .pipe(Effect.flip)

@@ -1,9 +1,10 @@
 /**
- * Real backends on loopback, for the services a test node publishes: an MCP server built with the MCP SDK
- * (Streamable HTTP, stateless), an OpenAI-compatible model list and an A2A agent card. Each listens for the life of
- * the scope, on a port of its own or the one the test chose (to bring a backend up late). The MCP server is
- * stateless: no session id, a fresh server per request.
+ * Real backends on loopback, for the services a test node publishes: MCP servers built with the MCP SDK
+ * (Streamable HTTP; `mcp` stateless, a fresh server per request, `statefulMcp` with sessions), an OpenAI-compatible
+ * model list and an A2A agent card. Each listens for the life of the scope, on a port of its own or the one the test
+ * chose (to bring a backend up late).
  */
+import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
@@ -100,4 +101,64 @@ export const refusing = (status: number) =>
   listen((_req, res) => {
     res.writeHead(status, { "content-type": "application/json", "www-authenticate": "Bearer" })
     res.end(JSON.stringify({ error: "no" }))
+  })
+
+export interface StatefulMcp extends Backend {
+  /** Sessions opened so far, by the calling peer the serving node named (`X-Mesh-Peer-Id`), `direct` for none. */
+  readonly sessionsBy: (caller: string) => number
+}
+
+/**
+ * A stateful MCP server at `/mcp` (a session per initialize, kept until DELETE): `echo` returns its text with an
+ * output schema (text and length), `fail` returns a tool error.
+ */
+export const statefulMcp = (port?: number) =>
+  Effect.gen(function* () {
+    const opened = new Map<string, number>()
+    const sessions = new Map<string, StreamableHTTPServerTransport>()
+    const serverFor = () => {
+      const server = new McpServer({ name: "stateful-backend", version: "1.0.0" })
+      server.registerTool(
+        "echo",
+        {
+          description: "Echoes its text, and says how long it is",
+          inputSchema: { text: z.string() },
+          outputSchema: { text: z.string(), length: z.number() },
+        },
+        (args) => ({
+          content: [{ type: "text", text: args.text }],
+          structuredContent: { text: args.text, length: args.text.length },
+        }),
+      )
+      server.registerTool("fail", { description: "Always fails, as a tool" }, () => ({
+        content: [{ type: "text", text: "it failed on purpose" }],
+        isError: true,
+      }))
+      return server
+    }
+    const backend = yield* listen((req, res) => {
+      if (!(req.url ?? "").startsWith("/mcp")) return notFound(res)
+      const id = req.headers["mcp-session-id"]
+      const known = typeof id === "string" ? sessions.get(id) : undefined
+      if (known !== undefined) return void known.handleRequest(req, res)
+      if (id !== undefined) {
+        res.writeHead(404, { "content-type": "application/json" })
+        return void res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found" } }))
+      }
+      const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (sid) => {
+          sessions.set(sid, transport)
+          opened.set(caller, (opened.get(caller) ?? 0) + 1)
+        },
+        onsessionclosed: (sid) => {
+          sessions.delete(sid)
+        },
+      })
+      void serverFor()
+        .connect(transport)
+        .then(() => transport.handleRequest(req, res))
+    }, port)
+    return { ...backend, sessionsBy: (caller: string) => opened.get(caller) ?? 0 }
   })

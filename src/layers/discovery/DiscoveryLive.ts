@@ -5,9 +5,14 @@
  * ends when the DHT query and every catalog request are done, or at the caller's timeout.
  */
 import type { PeerInfo } from "@libp2p/interface"
-import { Effect, Layer, Stream } from "effect"
+import { Duration, Effect, Either, Layer, Stream } from "effect"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
-import { type DiscoveredService, Discovery, type DiscoveryQuery } from "../../services/discovery/Discovery.js"
+import {
+  type DiscoveredService,
+  Discovery,
+  type DiscoveryQuery,
+  type ProviderAnswer,
+} from "../../services/discovery/Discovery.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import * as CatalogClient from "./CatalogClient.js"
@@ -15,6 +20,7 @@ import * as GossipView from "./GossipView.js"
 
 /** Providers asked at once. */
 const CONCURRENCY = 10
+const CONNECT_TIMEOUT = Duration.seconds(10)
 
 const describe = (error: unknown): string =>
   (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
@@ -51,30 +57,46 @@ export const layer = Layer.scoped(
         ),
       )
 
-    /** One provider's matching services; an unreachable or unhelpful provider yields none. */
-    const enrich = (peerId: string, query: DiscoveryQuery): Effect.Effect<ReadonlyArray<DiscoveredService>> =>
+    /** One provider's matching services, or why it could not be asked. */
+    const enrich = (peerId: string, query: DiscoveryQuery): Effect.Effect<ProviderAnswer> =>
       Effect.gen(function* () {
         const peer = yield* CatalogClient.reach(host, peerId)
         const services = yield* CatalogClient.ask(host, peerId, query.type, query.name)
-        return services.map((s) => ({ peerId, ...s, labels: peer.labels }))
+        return services.map((s): DiscoveredService => ({ peerId, ...s, labels: peer.labels }))
       }).pipe(
-        Effect.catchAll((reason) =>
-          Effect.as(
-            Effect.logDebug("provider left out of discovery").pipe(Effect.annotateLogs({ peer: peerId, reason })),
-            [],
-          ),
+        Effect.tapError((reason) =>
+          Effect.logDebug("provider could not be asked").pipe(Effect.annotateLogs({ peer: peerId, reason })),
         ),
+        Effect.either,
+        Effect.map((services) => ({ peerId, services })),
       )
 
-    const find = (query: DiscoveryQuery): Stream.Stream<DiscoveredService> =>
+    const answers = (query: DiscoveryQuery): Stream.Stream<ProviderAnswer> =>
       providers(query).pipe(
         Stream.filter((peerId) => peerId !== host.peerId),
         Stream.filterEffect((peerId) => Effect.map(membership.banned, (banned) => !banned.has(peerId))),
         Stream.mapEffect((peerId) => enrich(peerId, query), { concurrency: CONCURRENCY, unordered: true }),
-        Stream.flattenIterables,
         Stream.interruptAfter(query.timeout),
       )
 
-    return Discovery.of({ find, announcers: gossip.announcers })
+    /** Unreachable or unhelpful providers are left out. */
+    const find = (query: DiscoveryQuery): Stream.Stream<DiscoveredService> =>
+      answers(query).pipe(
+        Stream.map((answer) => Either.getOrElse(answer.services, () => [])),
+        Stream.flattenIterables,
+      )
+
+    const catalogOf = (peerId: string, type: DiscoveryQuery["type"], name?: string) =>
+      Effect.gen(function* () {
+        if ((yield* membership.banned).has(peerId)) return yield* Effect.fail("the peer is banned")
+        const peer = yield* host.connect(peerId).pipe(
+          Effect.mapError((error) => error.reason),
+          Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => "no connection within 10s" }),
+        )
+        const services = yield* CatalogClient.ask(host, peerId, type, name)
+        return services.map((s): DiscoveredService => ({ peerId, ...s, labels: peer.labels }))
+      })
+
+    return Discovery.of({ find, providers: answers, catalogOf, announcers: gossip.announcers })
   }),
 )

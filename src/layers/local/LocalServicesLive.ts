@@ -1,13 +1,14 @@
 /**
  * LocalServices: one fiber per configured service probes its backend. A service that does not answer is withheld and
  * probed again after 5 s, doubling up to 5 min; once it answers it is published, and probed again every minute so
- * its keys follow the backend (a published service that stops answering is withheld again). Services this node
- * cannot serve yet (stdio MCP) are marked unsupported and never probed again.
+ * its keys follow the backend (a published service that stops answering is withheld again). A stdio MCP server is
+ * probed by running it (StdioServers), and while sessions keep it running, by what it listed last.
  */
 import { Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import type { ServiceSpec, ServiceType } from "../../domain/NodeFile.js"
 import { type LocalService, LocalServices } from "../../services/local/LocalServices.js"
+import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Probes from "./Probes.js"
 
 const FIRST_RETRY_MS = 5_000
@@ -38,6 +39,7 @@ export const layer = Layer.scoped(
   LocalServices,
   Effect.gen(function* () {
     const settings = yield* NodeConfig
+    const stdio = yield* StdioServers
     const specs = settings.file.services
     const state = yield* SubscriptionRef.make<ReadonlyArray<Probed>>(specs.map(initial))
     const inFlight = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
@@ -45,13 +47,13 @@ export const layer = Layer.scoped(
     const set = (index: number, next: Probed) =>
       SubscriptionRef.update(state, (all) => all.map((s, i) => (i === index ? next : s)))
 
-    /** Probes one service forever; returns only for services that can never be served. */
+    /** Probes one service, for as long as the node runs. */
     const watch = (spec: ServiceSpec, index: number) =>
       Effect.gen(function* () {
         const log = Effect.annotateLogs({ type: spec.type, service: spec.name })
         let failures = 0
         while (true) {
-          const outcome = yield* Effect.either(Probes.probe(spec))
+          const outcome = yield* Effect.either(Probes.probe(spec, stdio.tools))
           const before = (yield* SubscriptionRef.get(state))[index] ?? initial(spec)
           if (outcome._tag === "Right") {
             failures = 0
@@ -64,13 +66,6 @@ export const layer = Layer.scoped(
             continue
           }
           const error = outcome.left
-          if (error._tag === "ProbeUnsupported") {
-            yield* set(index, { ...before, state: "unsupported", keys: [], lastError: Option.some(error.reason) })
-            return yield* Effect.logWarning("service not published").pipe(
-              log,
-              Effect.annotateLogs({ reason: error.reason }),
-            )
-          }
           failures += 1
           const retryMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))
           if (failures === 1) {

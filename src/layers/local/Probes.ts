@@ -2,7 +2,7 @@
  * One probe per kind of backend: does it answer, and what keys does it serve? An MCP server over HTTP is initialized
  * and asked for its tools (through the MCP SDK client, so any server the SDK speaks to counts), an inference backend
  * for `GET /v1/models`, an a2a agent for its card. Each probe is bounded by PROBE_TIMEOUT. A stdio MCP server (a
- * `command`) is not run by this node yet: its probe says so, and the service is never published.
+ * `command`) is run and asked for its tools by StdioServers, whose probe allows for a program's start-up.
  *
  * A backend that answers 401 or 403 is up: it wants the credential its callers send (the proxy passes
  * `Authorization` through), which the node does not have. It counts as answering, with no keys.
@@ -24,12 +24,10 @@ const CLOSE_TIMEOUT = Duration.seconds(1)
 /** The backend did not answer as its kind should; `reason` is short and holds no response body. */
 export class ProbeFailed extends Data.TaggedError("ProbeFailed")<{ readonly reason: string }> {}
 
-/** This node cannot serve the backend (yet): no amount of retrying changes that. */
-export class ProbeUnsupported extends Data.TaggedError("ProbeUnsupported")<{ readonly reason: string }> {}
+/** Lists the tools of a stdio MCP server by running it (StdioServers.tools); fails with a short reason. */
+export type CommandProbe = (spec: ServiceSpec) => Effect.Effect<ReadonlyArray<string>, string>
 
-export type ProbeError = ProbeFailed | ProbeUnsupported
-
-/** Where a service's requests go: a URL, or a program this node would run (stdio MCP). */
+/** Where a service's requests go: a URL, or a program this node runs (stdio MCP). */
 export type Backend =
   | { readonly _tag: "Http"; readonly url: string }
   | { readonly _tag: "Command"; readonly argv: ReadonlyArray<string> }
@@ -120,21 +118,27 @@ const agentCard = (url: string): Effect.Effect<ReadonlyArray<string>, ProbeFaile
       : Effect.fail(new ProbeFailed({ reason: "agent card: not an A2A agent card" })),
   )
 
-/** Probes the service's backend: its keys (tool names, model ids; none for a2a) when it answers. */
-export const probe = (spec: ServiceSpec): Effect.Effect<ReadonlyArray<string>, ProbeError> => {
-  const backend = backendOf(spec)
-  if (backend._tag === "Command") {
-    return Effect.fail(new ProbeUnsupported({ reason: "stdio MCP servers (command) are not run by this node yet" }))
-  }
-  const run = spec.type === "mcp" ? mcpTools : spec.type === "inference" ? modelIds : agentCard
-  return Effect.suspend(() => run(backend.url)).pipe(
-    // A bug in a client library must not end the service's probe loop: it counts as a failed probe.
+/** A bug in a client library must not end the service's probe loop: it counts as a failed probe. */
+const contained = <A>(effect: Effect.Effect<A, ProbeFailed>) =>
+  effect.pipe(
     Effect.catchAllDefect((defect) =>
       Effect.zipRight(
         Effect.logError("backend probe failed unexpectedly", defect),
         Effect.fail(new ProbeFailed({ reason: "probe failed unexpectedly" })),
       ),
     ),
+  )
+
+/** Probes the service's backend: its keys (tool names, model ids; none for a2a) when it answers. */
+export const probe = (spec: ServiceSpec, commands: CommandProbe): Effect.Effect<ReadonlyArray<string>, ProbeFailed> => {
+  const backend = backendOf(spec)
+  if (backend._tag === "Command") {
+    return contained(
+      Effect.suspend(() => commands(spec)).pipe(Effect.mapError((reason) => new ProbeFailed({ reason }))),
+    )
+  }
+  const run = spec.type === "mcp" ? mcpTools : spec.type === "inference" ? modelIds : agentCard
+  return contained(Effect.suspend(() => run(backend.url))).pipe(
     Effect.timeoutFail({
       duration: PROBE_TIMEOUT,
       onTimeout: () => new ProbeFailed({ reason: "no answer within 2s" }),

@@ -12,6 +12,11 @@ import pkg from "../../../package.json" with { type: "json" }
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import * as Instructions from "./Instructions.js"
 import * as Tool from "./Tool.js"
+import * as CallTool from "./tools/CallTool.js"
+import * as DescribeTool from "./tools/DescribeTool.js"
+import * as DiscoverServices from "./tools/DiscoverServices.js"
+import * as FindTools from "./tools/FindTools.js"
+import * as ListLocalServices from "./tools/ListLocalServices.js"
 import * as MeshInfo from "./tools/MeshInfo.js"
 
 const IDLE_LIMIT = Duration.minutes(30)
@@ -33,7 +38,14 @@ export const layer = Layer.scoped(
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     const sessions = yield* Ref.make<ReadonlyMap<string, Session>>(new Map())
-    const tools = [MeshInfo.tool]
+    const tools = [
+      MeshInfo.tool,
+      ListLocalServices.tool,
+      DiscoverServices.tool,
+      FindTools.tool,
+      DescribeTool.tool,
+      CallTool.tool,
+    ]
     const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools>>()
 
     const close = (id: string) =>

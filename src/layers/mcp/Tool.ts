@@ -1,11 +1,18 @@
 /**
  * A tool of the node's MCP server: its name, schemas (zod, as the SDK takes them) and an Effect that computes the
- * result. Results carry structured content plus the same as JSON text, for clients that read only text.
+ * result. Results carry structured content plus the same as JSON text, for clients that read only text. A call the
+ * client cancels is interrupted.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Runtime } from "effect"
 import type { z } from "zod"
+
+/** What a tool knows of the HTTP request that carried the call. */
+export interface Request {
+  /** The Host header the client sent, if any (URLs handed back to the client use it). */
+  readonly host: string | undefined
+}
 
 export interface Tool<Shape extends z.ZodRawShape, R> {
   readonly name: string
@@ -13,11 +20,15 @@ export interface Tool<Shape extends z.ZodRawShape, R> {
   readonly description: string
   readonly input: Shape
   readonly output: z.ZodRawShape
-  readonly run: (args: z.infer<z.ZodObject<Shape>>) => Effect.Effect<CallToolResult, never, R>
+  readonly annotations?: ToolAnnotations
+  /** A method, so that a list of tools with different inputs is a list of tools (its parameters are bivariant). */
+  run(args: z.infer<z.ZodObject<Shape>>, request: Request): Effect.Effect<CallToolResult, never, R>
 }
 
-/** What a list of tools needs to run. */
-export type Requirements<T extends ReadonlyArray<unknown>> = T[number] extends Tool<infer _S, infer R> ? R : never
+type RequirementsOf<X> = X extends Tool<infer _S, infer R> ? R : never
+
+/** What a list of tools needs to run: the union of what each needs. */
+export type Requirements<T extends ReadonlyArray<unknown>> = RequirementsOf<T[number]>
 
 export const make = <Shape extends z.ZodRawShape, R>(tool: Tool<Shape, R>): Tool<Shape, R> => tool
 
@@ -33,6 +44,11 @@ export const refused = (message: string): CallToolResult => ({
   isError: true,
 })
 
+const hostOf = (headers: Record<string, string | ReadonlyArray<string> | undefined> | undefined) => {
+  const host = headers?.host
+  return typeof host === "string" ? host : undefined
+}
+
 /** Registers the tools on a server, running each call on the given runtime; a defect becomes a tool error. */
 export const register = <R>(
   server: McpServer,
@@ -43,11 +59,17 @@ export const register = <R>(
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output },
-      (args: unknown) =>
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.input,
+        outputSchema: tool.output,
+        ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+      },
+      (args: unknown, extra) =>
         run(
           tool
-            .run(args as never)
+            .run(args as never, { host: hostOf(extra.requestInfo?.headers) })
             .pipe(
               Effect.catchAllCause((cause) =>
                 Effect.as(
@@ -56,6 +78,7 @@ export const register = <R>(
                 ),
               ),
             ),
+          { signal: extra.signal },
         ),
     )
   }

@@ -1,8 +1,9 @@
 /**
  * What a node runs once it can be a member: membership (key, enrollment, refresh, keys and bans), the mesh host in
- * node mode, links to the routers, the policy view, signed events, the MCP gateway, the inference router, and its
- * services: probes and publication (DHT records, gossip announcements, the catalog protocol, the catalog report),
- * discovery and both sides of the proxy. Built by the lifecycle when the node has an identity or a way to get one.
+ * node mode, links to the routers, the policy view, signed events, the MCP gateway with its sessions with peers' MCP
+ * services, the inference router, and its services: probes and publication (DHT records, gossip announcements, the
+ * catalog protocol, the catalog report), the stdio MCP servers it runs, discovery and both sides of the proxy. Built
+ * by the lifecycle when the node has an identity or a way to get one.
  */
 import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
@@ -17,6 +18,8 @@ import * as CatalogServer from "../local/CatalogServer.js"
 import * as LocalServicesLive from "../local/LocalServicesLive.js"
 import * as ProviderRecords from "../local/ProviderRecords.js"
 import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
+import * as PeerMcpLive from "../mcp/PeerMcpLive.js"
+import * as StdioServersLive from "../mcp/StdioServersLive.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
@@ -63,13 +66,15 @@ const services = Layer.mergeAll(
   CatalogReport.layer,
   DiscoveryLive.layer,
   PeerIngressLive.layer,
-).pipe(Layer.provideMerge(LocalServicesLive.layer))
+).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
 
-/** Inference for local clients, over this node's services and the peers' (through the proxy, exported with it). */
-const inference = InferenceRouterLive.layer.pipe(Layer.provideMerge(PeerProxyLive.layer), Layer.provide(services))
+/** The MCP server for local agents, and its sessions with peers' MCP services. */
+const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(PeerMcpLive.layer))
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
-  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), McpGatewayLive.layer, inference, services).pipe(
+  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), mcp, InferenceRouterLive.layer).pipe(
+    // The MCP gateway and the inference router reach peers' services through the proxy, found by discovery.
+    Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
     Layer.provideMerge(RouterLinksLive.layer),

@@ -1,17 +1,20 @@
 /**
  * PeerIngress over the MeshHost: `/mesh/proxy/1.0.0` is registered on libp2p (the gate holds streams back until
  * their peer authenticated) and every stream is handed, as a socket, to a node:http server that never listens. Each
- * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts.
+ * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts
+ * to the service's `target_url`, or served by the stdio MCP server the service runs (StdioServers).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { Clock, Duration, Effect, Either, Layer, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
-import { type ApiError, BadRequest, Forbidden, NotFound, NotImplemented } from "../../domain/Errors.js"
+import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
+import { StdioServers } from "../../services/mcp/StdioServers.js"
 import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
@@ -26,6 +29,11 @@ import * as Backend from "./Backend.js"
  * and libp2p's defaults (32 in, 64 out) would cap a busy caller well below what one connection carries.
  */
 const MAX_STREAMS = 1024
+
+/** Where an allowed request goes: a backend URL, or a stdio MCP server this node runs. */
+type Decision =
+  | { readonly _tag: "Http"; readonly target: Backend.Target }
+  | { readonly _tag: "Stdio"; readonly service: ServiceSpec; readonly caller: string }
 
 /** A request's path split into service and the rest: `/<type>/<name><path>?<query>`. */
 const parseTarget = (url: string) => {
@@ -65,6 +73,7 @@ export const layer = Layer.scoped(
     const inFlight = yield* Ref.make(0)
     const backend = yield* Backend.make
     const local = yield* LocalServices
+    const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
 
     // An unqualified identity member of the policy names the control plane's first issuer, which /info tells. Until
@@ -99,7 +108,7 @@ export const layer = Layer.scoped(
     })
 
     /** Who asks, for what, and whether the policy lets them: the target, or the refusal. */
-    const decide = (req: IncomingMessage): Effect.Effect<Backend.Target, ApiError> =>
+    const decide = (req: IncomingMessage): Effect.Effect<Decision, ApiError> =>
       Effect.gen(function* () {
         const socket = req.socket
         if (!(socket instanceof StreamSocket)) return yield* new Forbidden({ message: "not a mesh stream" })
@@ -134,20 +143,24 @@ export const layer = Layer.scoped(
         if (found === undefined) {
           return yield* new NotFound({ message: `no ${type.right} service named ${target.name} on this peer` })
         }
-        // Services that run a command (stdio MCP) get their bridge here (issue 14); until then they are refused.
         const { service, backend } = found
         if (service.target_url === undefined || backend === undefined) {
-          return yield* new NotImplemented({
-            message: `the ${service.type} service ${service.name} runs a local command, which the proxy does not serve yet`,
-          })
+          // A stdio MCP server has one endpoint, the service itself.
+          if (target.path !== "" && target.path !== "/") {
+            return yield* new NotFound({ message: `the mcp service ${service.name} answers only at its own path` })
+          }
+          return { _tag: "Stdio", service, caller: peer.peerId }
         }
         return {
-          service,
-          targetUrl: service.target_url,
-          backend,
-          path: target.path,
-          query: target.query,
-          caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
+          _tag: "Http",
+          target: {
+            service,
+            targetUrl: service.target_url,
+            backend,
+            path: target.path,
+            query: target.query,
+            caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
+          },
         }
       })
 
@@ -159,10 +172,13 @@ export const layer = Layer.scoped(
         if (Either.isLeft(decided)) Backend.writeError(res, decided.left)
         // Counted per service while it runs: the load announced with the node's services.
         else {
-          const { service } = decided.right
-          yield* Effect.scoped(
-            Effect.zipRight(local.track(service.type, service.name), backend.forward(req, res, decided.right)),
-          )
+          const decision = decided.right
+          const service = decision._tag === "Http" ? decision.target.service : decision.service
+          const answer =
+            decision._tag === "Http"
+              ? backend.forward(req, res, decision.target)
+              : stdio.handle(decision.service, decision.caller, req, res)
+          yield* Effect.scoped(Effect.zipRight(local.track(service.type, service.name), answer))
         }
         const type = parseTarget(req.url ?? "/").type
         served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })

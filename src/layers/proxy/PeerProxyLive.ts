@@ -28,6 +28,40 @@ import {
 /** Statuses whose responses carry no body; a web Response refuses one. */
 const NULL_BODY = new Set([101, 204, 205, 304])
 
+/** Method names a Request writes in capitals (the fetch standard's normalization). */
+const NORMALIZED = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"])
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/**
+ * The method, headers and body of a fetch init. A body already in memory (text or bytes, the common case: an MCP
+ * client's JSON) is passed as bytes; any other kind goes through a Request, which normalizes it, as a stream.
+ */
+const normalize = (
+  init: RequestInit,
+): { method: string; headers: Record<string, string>; body: Readable | Uint8Array | null } => {
+  const headers: Record<string, string> = {}
+  const raw = init.body
+  if (raw === undefined || raw === null || typeof raw === "string" || raw instanceof Uint8Array) {
+    const method = init.method ?? "GET"
+    if (!TOKEN.test(method)) throw new TypeError("not a valid HTTP method")
+    new Headers(init.headers).forEach((value, key) => {
+      headers[key] = value
+    })
+    const body = raw === undefined || raw === null ? null : typeof raw === "string" ? Buffer.from(raw) : raw
+    if (body !== null && typeof raw === "string" && headers["content-type"] === undefined) {
+      headers["content-type"] = "text/plain;charset=UTF-8"
+    }
+    const upper = method.toUpperCase()
+    return { method: NORMALIZED.has(upper) ? upper : method, headers, body }
+  }
+  // The Request's URL is never used.
+  const web = new Request("http://peer.invalid/", { ...init, duplex: "half" })
+  web.headers.forEach((value, key) => {
+    headers[key] = value
+  })
+  return { method: web.method, headers, body: web.body === null ? null : Readable.fromWeb(web.body) }
+}
+
 /** Fails when the caller's signal aborts; never completes without one. */
 const aborted = (signal: AbortSignal | null | undefined): Effect.Effect<never, BadGateway> =>
   Effect.async<never, BadGateway>((resume) => {
@@ -116,8 +150,11 @@ export const layer = Layer.effect(
         outgoing.once("error", failed)
         const body = request.body
         if (body === undefined) outgoing.end()
-        else if (body instanceof Uint8Array) outgoing.end(body)
-        else {
+        else if (body instanceof Uint8Array) {
+          // A body at hand goes with its length, in the same write as the head.
+          outgoing.setHeader("content-length", String(body.byteLength))
+          outgoing.end(body)
+        } else {
           body.once("error", (error) => outgoing.destroy(error))
           body.pipe(outgoing)
         }
@@ -145,17 +182,13 @@ export const layer = Layer.effect(
       init: FetchInit = {},
     ): Effect.Effect<Response, ProxyError> =>
       Effect.gen(function* () {
-        const { requiredLabels, ...rest } = init
+        // The signal is watched here, not handed to a Request: undici would keep a listener on it per request.
+        const { requiredLabels, signal: _signal, ...rest } = init
         const q = path.indexOf("?")
         const rawPath = q === -1 ? path : path.slice(0, q)
-        // The Request normalizes method, headers and any kind of body; its URL is never used.
-        const web = yield* Effect.try({
-          try: () => new Request("http://peer.invalid/", { ...rest, duplex: "half" }),
+        const message = yield* Effect.try({
+          try: () => normalize(rest),
           catch: (error) => new BadRequest({ message: `bad request: ${String(error).slice(0, 200)}` }),
-        })
-        const headers: Record<string, string> = {}
-        web.headers.forEach((value, key) => {
-          headers[key] = value
         })
         const scope = yield* Scope.make()
         const close = () => Runtime.runFork(runtime)(Scope.close(scope, Exit.void))
@@ -165,19 +198,26 @@ export const layer = Layer.effect(
           name,
           path: rawPath.length === 0 || rawPath.startsWith("/") ? rawPath : `/${rawPath}`,
           query: q === -1 ? "" : path.slice(q + 1),
-          method: web.method,
-          headers,
-          ...(web.body === null ? {} : { body: Readable.fromWeb(web.body) }),
+          method: message.method,
+          headers: message.headers,
+          ...(message.body === null ? {} : { body: message.body }),
           ...(requiredLabels === undefined ? {} : { requiredLabels }),
         }).pipe(
           Scope.extend(scope),
           Effect.raceFirst(aborted(init.signal)),
           Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))),
         )
-        // The exchange ends with the body: read to its end, cancelled, or aborted through the signal.
-        response.once("close", close)
-        init.signal?.addEventListener("abort", close, { once: true })
-        if (init.signal?.aborted === true) close()
+        // The exchange ends with the body: read to its end, cancelled, or aborted through the signal. A caller may
+        // pass one signal for many requests (the MCP SDK's client does, for a session's life): the listener goes
+        // with the exchange, or they would pile up on it.
+        const signal = init.signal
+        const onAbort = () => close()
+        response.once("close", () => {
+          signal?.removeEventListener("abort", onAbort)
+          close()
+        })
+        signal?.addEventListener("abort", onAbort, { once: true })
+        if (signal?.aborted === true) close()
         const status = response.statusCode ?? 502
         const out = new Headers()
         for (const [key, value] of Object.entries(Forwarding.response(response.headers))) {

@@ -7,11 +7,12 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Chunk, Duration, Effect, Either, Stream } from "effect"
+import { byPeerAndName, hostOf, row } from "../../domain/DiscoveryRow.js"
 import { BadRequest } from "../../domain/Errors.js"
 import * as GoDuration from "../../domain/GoDuration.js"
 import { isServiceName, SERVICE_TYPES, type ServiceType } from "../../domain/NodeFile.js"
 import { isServiceType } from "../../domain/ServiceKeys.js"
-import { type DiscoveredService, Discovery } from "../../services/discovery/Discovery.js"
+import { Discovery } from "../../services/discovery/Discovery.js"
 import { inMember } from "../InMember.js"
 import * as Route from "../Route.js"
 
@@ -20,10 +21,6 @@ const MAX_LIMIT = 1000
 const MAX_OFFSET = 1_000_000
 const DEFAULT_TIMEOUT = Duration.seconds(10)
 const MAX_TIMEOUT = Duration.minutes(5)
-
-export const INFERENCE_NOTE =
-  "Inference services are called over HTTP, not with call_remote_tool: send OpenAI-style requests to " +
-  "local_proxy_url (e.g. local_proxy_url + /v1/chat/completions), or use this node's /v1 routes."
 
 interface Query {
   readonly type: ServiceType
@@ -76,22 +73,6 @@ const parse = (url: string, accept: string | undefined): Either.Either<Query, Ba
     const stream = streamText === "true" || streamText === "1" || (accept ?? "").includes("text/event-stream")
     return { type, name, limit, offset, timeout, stream }
   })
-
-/** The Host the caller used, when it looks like one; proxy URLs are meant to be called the same way. */
-const HOST = /^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/
-const hostOf = (header: string | undefined) => (header !== undefined && HOST.test(header) ? header : "localhost")
-
-const row = (service: DiscoveredService, host: string) => ({
-  peer_id: service.peerId,
-  srv_name: service.name,
-  srv_description: service.description,
-  labels: service.labels,
-  local_proxy_url: `http://${host}/mesh/${service.peerId}/${service.type}/${service.name}`,
-  ...(service.type === "inference" ? { note: INFERENCE_NOTE } : {}),
-})
-
-const byPeerAndName = (a: DiscoveredService, b: DiscoveredService) =>
-  a.peerId === b.peerId ? a.name.localeCompare(b.name) : a.peerId < b.peerId ? -1 : 1
 
 const encoder = new TextEncoder()
 const event = (text: string) => encoder.encode(text)

@@ -5,7 +5,7 @@
  * left out. `announcers` is the fast path from gossip: who announced a key (a tool name, a model id) in the last
  * 30 seconds, with their labels and load — a hint for ranking, never authorization.
  */
-import { Context, type Duration, type Effect, type Stream } from "effect"
+import { Context, type Duration, type Effect, type Either, type Stream } from "effect"
 import type { ServiceType } from "../../domain/NodeFile.js"
 
 export interface DiscoveredService {
@@ -42,9 +42,23 @@ export interface Announcer {
   readonly receivedAtMs: number
 }
 
+/** One provider the DHT named: its matching services, or why it could not be asked (unreachable, no answer). */
+export interface ProviderAnswer {
+  readonly peerId: string
+  readonly services: Either.Either<ReadonlyArray<DiscoveredService>, string>
+}
+
 export interface DiscoveryService {
   /** Results as they are found; the stream ends when every provider answered or failed, or at the timeout. */
   readonly find: (query: DiscoveryQuery) => Stream.Stream<DiscoveredService>
+  /** The same search, one answer per provider, those that could not be asked included. */
+  readonly providers: (query: DiscoveryQuery) => Stream.Stream<ProviderAnswer>
+  /** One peer's published services of a type (and name), reaching the peer first; fails with a short reason. */
+  readonly catalogOf: (
+    peerId: string,
+    type: ServiceType,
+    name?: string,
+  ) => Effect.Effect<ReadonlyArray<DiscoveredService>, string>
   /**
    * Fresh announcers of `key` (newest first). The first call for a key starts listening to its topic, so it usually
    * finds nothing yet; listening continues for a few minutes after the last call.

@@ -1,7 +1,8 @@
 /**
  * The services this node publishes, as configured in `mesh-node.yaml`. Each is probed before it is published (MCP:
- * initialize and list the tools; inference: list the models; a2a: read the agent card): a service whose backend does
- * not answer is withheld and probed again with backoff, and published once it answers. Published services are
+ * initialize and list the tools, running the server first when it is a stdio one; inference: list the models; a2a:
+ * read the agent card): a service whose backend does not answer is withheld and probed again with backoff, and
+ * published once it answers. Published services are
  * probed again now and then so that their keys (tool names, model ids) stay current. The serving side counts the
  * requests it has in flight per service here; announcements carry that count as the service's load.
  */
@@ -13,8 +14,6 @@ export type PublicationState =
   | "published"
   /** The backend has not answered yet, or stopped answering: not announced, probed again with backoff. */
   | "withheld"
-  /** This node cannot serve it yet (a stdio MCP server run by the node): never announced. */
-  | "unsupported"
 
 export interface LocalService {
   readonly type: ServiceType
@@ -24,7 +23,7 @@ export interface LocalService {
   readonly state: PublicationState
   /** Sorted tool names (mcp) or model ids (inference) from the last successful probe; empty for a2a. */
   readonly keys: ReadonlyArray<string>
-  /** Why the last probe failed, while withheld or unsupported. */
+  /** Why the last probe failed, while withheld. */
   readonly lastError: Option.Option<string>
   /** Requests being served for this service now. */
   readonly inFlight: number

@@ -8,6 +8,8 @@ import type { Discovery } from "../discovery/Discovery.js"
 import type { InferenceRouter } from "../inference/InferenceRouter.js"
 import type { LocalServices } from "../local/LocalServices.js"
 import type { McpGateway } from "../mcp/McpGateway.js"
+import type { PeerMcp } from "../mcp/PeerMcp.js"
+import type { StdioServers } from "../mcp/StdioServers.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
 import type { PeerIngress } from "../proxy/PeerIngress.js"
@@ -22,6 +24,8 @@ export type MemberServices =
   | RouterLinks
   | PolicyView
   | McpGateway
+  | PeerMcp
+  | StdioServers
   | LocalServices
   | Discovery
   | PeerProxy

@@ -41,6 +41,9 @@ const setup = (providers: Ref.Ref<ReadonlyMap<string, ReadonlyArray<string> | un
           ),
         ),
       announcers: () => Effect.succeed([]),
+      // The registry searches with `find` only.
+      providers: () => Stream.die("not used by the model registry"),
+      catalogOf: () => Effect.die("not used by the model registry"),
     })
     const proxy = PeerProxy.of({
       forward: (request) =>

@@ -1,0 +1,303 @@
+/**
+ * PeerMcp over the MCP SDK client and PeerProxy.fetch. Sessions are kept by (peer, service): callers that need one
+ * at the same moment share one initialize; a session found gone at the serving side (404, or its transport closed)
+ * is dropped and opened again once, transparently, since the request never ran there. Sessions unused for IDLE are
+ * ended (DELETE, so the serving side frees what it holds for them, a stdio process say); at most MAX_SESSIONS are
+ * kept, the longest unused closed first.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import { PeerMcp, type PeerMcpError, PeerMcpError as PeerMcpErrorClass } from "../../services/mcp/PeerMcp.js"
+import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
+
+export const IDLE = Duration.minutes(5)
+const MAX_SESSIONS = 256
+const CONNECT_TIMEOUT = Duration.seconds(15)
+/** A tool call may run long while it reports progress; without any, a minute of silence ends it. */
+const CALL_TIMEOUT_MS = 60_000
+const MAX_CALL_MS = 10 * 60_000
+/** Ending a session is a courtesy to the serving side; a stopping node does not wait longer for it. */
+const CLOSE_TIMEOUT = Duration.seconds(1)
+const MAX_TOOLS = 1024
+
+interface Session {
+  readonly client: Client
+  readonly transport: StreamableHTTPClientTransport
+}
+
+interface Slot {
+  readonly session: Deferred.Deferred<Session, PeerMcpError>
+  readonly lastUsedMs: number
+  /** Exchanges under way on the session. */
+  readonly busy: number
+}
+
+/** PeerProxy refused or failed before the request reached the peer's service; carried through the SDK as is. */
+class ProxyFailure extends Error {
+  constructor(readonly failure: ProxyError) {
+    super(failure.message)
+  }
+}
+
+/** The serving side no longer knows the session: open a new one and try again. */
+class Gone {
+  readonly _tag = "Gone"
+}
+
+const fail = (reason: PeerMcpError["reason"], message: string) => new PeerMcpErrorClass({ reason, message })
+
+const shorten = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, 300)
+
+/** The readable part of an HTTP error the SDK reports: the mesh error body's message, or a JSON-RPC error's. */
+const bodyMessage = (error: StreamableHTTPError): string => {
+  const text = error.message
+  const start = text.indexOf("{")
+  if (start !== -1) {
+    try {
+      const body = JSON.parse(text.slice(start)) as { message?: unknown; error?: { message?: unknown } }
+      if (typeof body.message === "string") return shorten(body.message)
+      if (typeof body.error?.message === "string") return shorten(body.error.message)
+    } catch {
+      // Not JSON: the text as it is.
+    }
+  }
+  return shorten(text.replace(/^Streamable HTTP error: /, ""))
+}
+
+/** What went wrong, as a PeerMcpError; `Gone` when a session we had is unknown at the serving side. */
+const classify = (error: unknown, established: boolean): PeerMcpError | Gone => {
+  if (error instanceof ProxyFailure) {
+    const failure = error.failure
+    return failure._tag === "Forbidden"
+      ? fail("refused", failure.message)
+      : failure._tag === "BadGateway"
+        ? fail("unreachable", failure.message)
+        : fail("failed", failure.message)
+  }
+  if (error instanceof StreamableHTTPError) {
+    const message = bodyMessage(error)
+    if (error.code === 404) return established ? new Gone() : fail("not_found", message)
+    if (error.code === 403) return fail("refused", message)
+    if (error.code === 502 || error.code === 503 || error.code === 504) return fail("unreachable", message)
+    return fail("failed", (error.code ?? 0) > 0 ? `HTTP ${error.code}: ${message}` : message)
+  }
+  if (error instanceof McpError) {
+    if (error.code === ErrorCode.ConnectionClosed && established) return new Gone()
+    if (error.code === ErrorCode.RequestTimeout) return fail("failed", "the server did not answer in time")
+    return fail("failed", `the server answered with an error: ${shorten(error.message)}`)
+  }
+  return fail("failed", shorten(error instanceof Error ? error.message : String(error)) || "failed")
+}
+
+export const layer = Layer.scoped(
+  PeerMcp,
+  Effect.gen(function* () {
+    const proxy = yield* PeerProxy
+    const scope = yield* Effect.scope
+    const runtime = yield* Effect.runtime<never>()
+    const run = Runtime.runFork(runtime)
+    const runExit = Runtime.runPromiseExit(runtime)
+    const slots = yield* Ref.make<ReadonlyMap<string, Slot>>(new Map())
+
+    /** The peer's service over the proxy path; the URL is a placeholder, the path below the service is empty. */
+    const meshFetch =
+      (peerId: string, service: string): FetchLike =>
+      (_url, init) =>
+        runExit(proxy.fetch(peerId, "mcp", service, "", init)).then((exit) => {
+          if (Exit.isSuccess(exit)) return exit.value
+          const failure = Cause.failureOption(exit.cause)
+          throw Option.isSome(failure) ? new ProxyFailure(failure.value) : new Error("the mesh request failed")
+        })
+
+    const end = (session: Session) =>
+      Effect.promise(() => session.transport.terminateSession().catch(() => undefined)).pipe(
+        Effect.timeout(CLOSE_TIMEOUT),
+        Effect.ignore,
+        Effect.zipRight(Effect.promise(() => session.client.close().catch(() => undefined))),
+      )
+
+    /** Forgets the slot (if it is still this one) and ends its session. */
+    const drop = (key: string, slot: Slot) =>
+      Effect.gen(function* () {
+        const removed = yield* Ref.modify(slots, (map): [boolean, ReadonlyMap<string, Slot>] => {
+          if (map.get(key)?.session !== slot.session) return [false, map]
+          const next = new Map(map)
+          next.delete(key)
+          return [true, next]
+        })
+        if (!removed) return
+        const done = yield* Deferred.poll(slot.session)
+        if (done._tag === "None") return
+        const exit = yield* Effect.exit(done.value)
+        if (Exit.isSuccess(exit)) yield* end(exit.value)
+      })
+
+    const connect = (peerId: string, service: string, onClosed: () => void) =>
+      Effect.gen(function* () {
+        const client = new Client({ name: "mesh-node", version: pkg.version }, { capabilities: {} })
+        const url = new URL(`http://mesh.invalid/mesh/${peerId}/mcp/${service}`)
+        const transport = new StreamableHTTPClientTransport(url, { fetch: meshFetch(peerId, service) })
+        yield* Effect.tryPromise({
+          try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(CONNECT_TIMEOUT) }),
+          catch: (error) => {
+            const failure = classify(error, false)
+            return failure instanceof Gone ? fail("unreachable", "the session ended as it opened") : failure
+          },
+        }).pipe(
+          Effect.timeoutFail({
+            duration: CONNECT_TIMEOUT,
+            onTimeout: () => fail("unreachable", `no MCP session with ${service} on peer ${peerId} within 15s`),
+          }),
+          Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))),
+        )
+        // The transport closed under us (closed here, or failed for good): the session is gone.
+        client.onclose = onClosed
+        return { client, transport }
+      })
+
+    /**
+     * The slot of the peer's service, counted busy; a new one starts its initialize in the layer's scope, so that
+     * callers that give up waiting do not abandon it for the others.
+     */
+    const take = (peerId: string, service: string) =>
+      Effect.gen(function* () {
+        const key = `${peerId}/${service}`
+        const now = yield* Clock.currentTimeMillis
+        const fresh = yield* Deferred.make<Session, PeerMcpError>()
+        const [slot, created] = yield* Ref.modify(slots, (map): [[Slot, boolean], ReadonlyMap<string, Slot>] => {
+          const found = map.get(key)
+          const next: Slot =
+            found === undefined
+              ? { session: fresh, lastUsedMs: now, busy: 1 }
+              : { ...found, lastUsedMs: now, busy: found.busy + 1 }
+          return [[next, found === undefined], new Map(map).set(key, next)]
+        })
+        if (created) {
+          yield* makeRoom(key)
+          const open = connect(peerId, service, () => run(drop(key, slot))).pipe(
+            Effect.exit,
+            Effect.tap((exit) => Deferred.done(slot.session, exit)),
+            Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
+          )
+          yield* Effect.forkIn(open, scope)
+        }
+        return { key, slot }
+      })
+
+    /** Removes the slot if it is still the one for its key. */
+    const forget = (key: string, slot: Slot) =>
+      Ref.update(slots, (map) => {
+        if (map.get(key)?.session !== slot.session) return map
+        const next = new Map(map)
+        next.delete(key)
+        return next
+      })
+
+    const release = (key: string, slot: Slot) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Ref.update(slots, (map) => {
+          const found = map.get(key)
+          if (found?.session !== slot.session) return map
+          return new Map(map).set(key, { ...found, lastUsedMs: now, busy: Math.max(0, found.busy - 1) })
+        }),
+      )
+
+    /** Closes the longest unused sessions beyond MAX_SESSIONS (never `keep`, never a busy one). */
+    const makeRoom = (keep: string) =>
+      Effect.gen(function* () {
+        const map = yield* Ref.get(slots)
+        const excess = map.size - MAX_SESSIONS
+        if (excess <= 0) return
+        const idlest = [...map.entries()]
+          .filter(([key, slot]) => key !== keep && slot.busy === 0)
+          .sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs)
+          .slice(0, excess)
+        yield* Effect.forEach(idlest, ([key, slot]) => drop(key, slot), { discard: true })
+      })
+
+    /** Runs an exchange on the session; a session the serving side forgot is replaced once. */
+    const use = <A>(
+      peerId: string,
+      service: string,
+      exchange: (session: Session, signal: AbortSignal) => Promise<A>,
+    ): Effect.Effect<A, PeerMcpError> => {
+      const attempt = Effect.acquireUseRelease(
+        take(peerId, service),
+        ({ key, slot }) =>
+          Effect.flatMap(Deferred.await(slot.session), (session) =>
+            Effect.tryPromise({
+              try: (signal) => exchange(session, signal),
+              catch: (error) => classify(error, true),
+            }),
+          ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),
+        ({ key, slot }) => release(key, slot),
+      )
+      const gone = (error: PeerMcpError | Gone): error is Gone => error instanceof Gone
+      return attempt.pipe(
+        Effect.catchIf(gone, () => attempt),
+        Effect.catchIf(gone, () =>
+          Effect.fail(fail("unreachable", `the MCP session with ${service} on peer ${peerId} keeps ending`)),
+        ),
+      )
+    }
+
+    const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
+      use(peerId, service, async ({ client }, signal) => {
+        const tools: Array<Tool> = []
+        let cursor: string | undefined
+        do {
+          const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
+          tools.push(...page.tools)
+          cursor = page.nextCursor
+        } while (cursor !== undefined && tools.length < MAX_TOOLS)
+        return tools.slice(0, MAX_TOOLS)
+      }).pipe(
+        Effect.timeoutFail({
+          duration: timeout,
+          onTimeout: () => fail("unreachable", `${service} on peer ${peerId} did not list its tools in time`),
+        }),
+      )
+
+    const callTool = (peerId: string, service: string, tool: string, args: Readonly<Record<string, unknown>>) =>
+      use(peerId, service, ({ client }, signal) =>
+        // A plain request: the result goes back as the server sent it, without the client's own checks of it.
+        client.request({ method: "tools/call", params: { name: tool, arguments: { ...args } } }, CallToolResultSchema, {
+          signal,
+          timeout: CALL_TIMEOUT_MS,
+          resetTimeoutOnProgress: true,
+          maxTotalTimeout: MAX_CALL_MS,
+        }),
+      )
+
+    const sweep = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const idle = [...(yield* Ref.get(slots)).entries()].filter(
+        ([, slot]) => slot.busy === 0 && now - slot.lastUsedMs > Duration.toMillis(IDLE),
+      )
+      yield* Effect.forEach(idle, ([key, slot]) => drop(key, slot), { discard: true })
+    })
+    yield* sweep.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("closing idle MCP sessions with peers failed", cause)),
+      Effect.repeat(Schedule.spaced(Duration.minutes(1))),
+      Effect.forkScoped,
+    )
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Ref.get(slots), (map) =>
+        Effect.forEach([...map.entries()], ([key, slot]) => drop(key, slot), {
+          concurrency: "unbounded",
+          discard: true,
+        }),
+      ),
+    )
+
+    return PeerMcp.of({
+      listTools,
+      callTool,
+      sessions: Effect.map(Ref.get(slots), (map) => map.size),
+    })
+  }),
+)

@@ -1,0 +1,246 @@
+/**
+ * StdioServers: a registry of bridged sessions (Bridge.ts, one process each) and of process slots per service. A
+ * request without a session must be an initialize: it takes a slot, starts a process and opens a session, which
+ * only the peer that opened it may use afterwards (another peer gets 404, as for an unknown session). A session
+ * ends when its caller deletes it, after IDLE without a request (none being served), or when its process cannot be
+ * kept running; its slot is free again then. Every process stops with the layer, that is when the node stops.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
+import { Clock, Duration, Effect, Layer, Ref, Schedule, Scope } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import { BadGateway, BadRequest, PayloadTooLarge, Unavailable } from "../../domain/Errors.js"
+import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
+import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
+import { StdioServers } from "../../services/mcp/StdioServers.js"
+import { writeError } from "../proxy/Backend.js"
+import * as Bridge from "./stdio/Bridge.js"
+import * as McpProcess from "./stdio/McpProcess.js"
+
+/** A session with no request for this long is closed (the caller's node closes its own sooner). */
+export const IDLE = Duration.minutes(10)
+/** Largest initialize request taken. */
+const MAX_INITIALIZE_BYTES = 1024 * 1024
+/** A probe's process must start, initialize and list its tools within this. */
+export const PROBE_TIMEOUT = Duration.seconds(30)
+/** A tool list this fresh stands: a program's start-up is too dear to pay every minute. */
+export const PROBE_KEEP = Duration.minutes(10)
+const MAX_TOOLS = 1024
+
+interface Entry {
+  readonly bridge: Bridge.Bridge
+  readonly lastUsedMs: number
+  /** Requests of the session being served (a GET stream not counted). */
+  readonly busy: number
+}
+
+const describe = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
+
+/** An MCP-level refusal, shaped as the SDK's own server answers it. */
+const rpcError = (res: ServerResponse, status: number, message: string) => {
+  const body = JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null })
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+/** The request body as JSON, read up to MAX_INITIALIZE_BYTES. */
+const readJson = (req: IncomingMessage): Effect.Effect<unknown, BadRequest | PayloadTooLarge> =>
+  Effect.async<Buffer, BadRequest | PayloadTooLarge>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.byteLength
+      if (size > MAX_INITIALIZE_BYTES) {
+        req.off("data", onData)
+        req.resume()
+        return resume(Effect.fail(new PayloadTooLarge({ message: "an initialize request must be under 1 MiB" })))
+      }
+      chunks.push(chunk)
+    }
+    req.on("data", onData)
+    req.once("end", () => resume(Effect.succeed(Buffer.concat(chunks))))
+    req.once("error", () => resume(Effect.fail(new BadRequest({ message: "the request body was cut off" }))))
+  }).pipe(
+    Effect.flatMap((body) =>
+      Effect.try({
+        try: () => JSON.parse(body.toString("utf8")) as unknown,
+        catch: () => new BadRequest({ message: "the request body is not JSON" }),
+      }),
+    ),
+  )
+
+const isInitialize = (body: unknown) =>
+  Array.isArray(body) ? body.some((message) => isInitializeRequest(message)) : isInitializeRequest(body)
+
+export const layer = Layer.scoped(
+  StdioServers,
+  Effect.gen(function* () {
+    const scope = yield* Effect.scope
+    const sessions = yield* Ref.make<ReadonlyMap<string, Entry>>(new Map())
+    const slots = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
+    /** The tool names each service listed last, and when. */
+    const known = yield* Ref.make<
+      ReadonlyMap<string, { readonly names: ReadonlyArray<string>; readonly atMs: number }>
+    >(new Map())
+
+    const limitOf = (spec: ServiceSpec) => spec.max_processes ?? DEFAULT_MAX_PROCESSES
+
+    /** Takes one of the service's process slots, if one is free. */
+    const takeSlot = (spec: ServiceSpec) =>
+      Ref.modify(slots, (map): [boolean, ReadonlyMap<string, number>] => {
+        const used = map.get(spec.name) ?? 0
+        return used < limitOf(spec) ? [true, new Map(map).set(spec.name, used + 1)] : [false, map]
+      })
+
+    const freeSlot = (name: string) =>
+      Ref.update(slots, (map) => {
+        const next = new Map(map)
+        const used = (map.get(name) ?? 1) - 1
+        if (used > 0) next.set(name, used)
+        else next.delete(name)
+        return next
+      })
+
+    const update = (id: string, f: (entry: Entry) => Entry) =>
+      Ref.update(sessions, (map) => {
+        const entry = map.get(id)
+        return entry === undefined ? map : new Map(map).set(id, f(entry))
+      })
+
+    /** Runs a session's request, counted as busy until its response has closed. */
+    const serve = (id: string, entry: Entry, req: IncomingMessage, res: ServerResponse, body?: unknown) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const counted = req.method === "POST"
+        yield* update(id, (e) => ({ ...e, lastUsedMs: now, busy: e.busy + (counted ? 1 : 0) }))
+        yield* Effect.promise(() => entry.bridge.transport.handleRequest(req, res, body))
+        if (!counted) return
+        yield* Effect.async<void>((resume) => {
+          if (res.closed) return resume(Effect.void)
+          res.once("close", () => resume(Effect.void))
+        })
+        const done = yield* Clock.currentTimeMillis
+        yield* update(id, (e) => ({ ...e, lastUsedMs: done, busy: e.busy - 1 }))
+      })
+
+    /** A new session: its initialize, a slot, a process. */
+    const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+      Effect.gen(function* () {
+        const body = yield* readJson(req)
+        if (!isInitialize(body)) return rpcError(res, 400, "Bad Request: no session; send initialize first")
+        if (!(yield* takeSlot(spec))) {
+          const limit = limitOf(spec)
+          const all = limit === 1 ? "1 process and it is in use" : `${limit} processes and all are in use`
+          return yield* new Unavailable({
+            message: `the mcp service ${spec.name} runs at most ${all}; try again later`,
+          })
+        }
+        const bridge = yield* Bridge.make({
+          spec,
+          caller,
+          onClosed: (bridge) =>
+            Effect.zipRight(
+              Ref.update(sessions, (map) => new Map([...map].filter(([, e]) => e.bridge !== bridge))),
+              freeSlot(spec.name),
+            ),
+        }).pipe(
+          Scope.extend(scope),
+          Effect.catchAll((reason) =>
+            Effect.zipRight(
+              freeSlot(spec.name),
+              Effect.fail(new BadGateway({ message: `the mcp service ${spec.name} could not start: ${reason}` })),
+            ),
+          ),
+        )
+        yield* Effect.promise(() => bridge.transport.handleRequest(req, res, body))
+        // The transport names the session as it takes the initialize, before the process answers it. Refused by the
+        // transport (a bad protocol version, say), no session came of it.
+        const id = bridge.transport.sessionId
+        if (id === undefined) return yield* bridge.close
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(sessions, (map) => new Map(map).set(id, { bridge, lastUsedMs: now, busy: 0 }))
+        // Its process may have ended already, taking the session with it before it was listed.
+        if (yield* bridge.closed) yield* Ref.update(sessions, (map) => new Map([...map].filter(([key]) => key !== id)))
+      })
+
+    const handle = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+      Effect.gen(function* () {
+        const header = req.headers["mcp-session-id"]
+        const id = Array.isArray(header) ? header[0] : header
+        if (id === undefined) {
+          if (req.method !== "POST") return rpcError(res, 400, "Bad Request: no session; send initialize first")
+          return yield* open(spec, caller, req, res)
+        }
+        const entry = (yield* Ref.get(sessions)).get(id)
+        // Someone else's session is as unknown as a closed one.
+        if (entry === undefined || entry.bridge.caller !== caller || entry.bridge.service !== spec.name) {
+          return rpcError(res, 404, "Session not found")
+        }
+        yield* serve(id, entry, req, res)
+      }).pipe(Effect.catchAll((error) => Effect.sync(() => writeError(res, error))))
+
+    /** Starts a process, initializes it and lists its tools; the process stops with the probe. */
+    const listTools = (spec: ServiceSpec) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const process = yield* McpProcess.spawn(spec)
+          const client = yield* Effect.acquireRelease(
+            Effect.sync(() => new Client({ name: "mesh-node-probe", version: pkg.version })),
+            (client) => Effect.promise(() => client.close().catch(() => undefined)),
+          )
+          return yield* Effect.tryPromise({
+            try: async (signal) => {
+              await client.connect(process, { signal })
+              const names: Array<string> = []
+              let cursor: string | undefined
+              do {
+                const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
+                names.push(...page.tools.map((tool) => tool.name))
+                cursor = page.nextCursor
+              } while (cursor !== undefined && names.length < MAX_TOOLS)
+              return [...new Set(names.filter((n) => n.length > 0 && n.length <= MAX_KEY_LENGTH))].sort()
+            },
+            catch: describe,
+          })
+        }),
+      ).pipe(
+        Effect.timeoutFail({
+          duration: PROBE_TIMEOUT,
+          onTimeout: () => `no answer within ${Duration.format(PROBE_TIMEOUT)}`,
+        }),
+      )
+
+    const tools = (spec: ServiceSpec) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const last = (yield* Ref.get(known)).get(spec.name)
+        const inUse = [...(yield* Ref.get(sessions)).values()].some((e) => e.bridge.service === spec.name)
+        // Sessions are being served, or it answered lately: its tools are those it listed last.
+        if (last !== undefined && (inUse || now - last.atMs < Duration.toMillis(PROBE_KEEP))) return last.names
+        if (!(yield* takeSlot(spec))) {
+          return last?.names ?? (yield* Effect.fail(`all ${limitOf(spec)} processes are in use`))
+        }
+        const names = yield* listTools(spec).pipe(Effect.ensuring(freeSlot(spec.name)))
+        const at = yield* Clock.currentTimeMillis
+        yield* Ref.update(known, (map) => new Map(map).set(spec.name, { names, atMs: at }))
+        return names
+      })
+
+    const sweep = Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const idle = [...(yield* Ref.get(sessions)).values()].filter(
+        (e) => e.busy === 0 && now - e.lastUsedMs > Duration.toMillis(IDLE),
+      )
+      yield* Effect.forEach(idle, (e) => e.bridge.close, { discard: true })
+    })
+    yield* sweep.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("closing idle stdio MCP sessions failed", cause)),
+      Effect.repeat(Schedule.spaced(Duration.minutes(1))),
+      Effect.forkScoped,
+    )
+
+    return StdioServers.of({ handle, tools, running: Ref.get(slots) })
+  }),
+)

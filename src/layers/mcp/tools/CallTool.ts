@@ -1,0 +1,110 @@
+/**
+ * `call_remote_tool`: calls a tool of an MCP service on a peer and returns its result as the server sent it: the same
+ * content, and the whole result as structured content. Refusals are tool errors naming why: labels the peer does not
+ * attest, the operator's egress floor, the serving peer's policy. A peer that cannot be reached is tried again
+ * (ATTEMPTS in all, 1 s then 2 s apart); an error the tool itself returns is passed on as it is, never retried.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Duration, Effect, Either, Option, Schedule } from "effect"
+import { z } from "zod"
+import * as Labels from "../../../domain/Labels.js"
+import * as ToolName from "../../../domain/ToolName.js"
+import { PeerMcp, PeerMcpError } from "../../../services/mcp/PeerMcp.js"
+import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import * as Tool from "../Tool.js"
+import * as Peers from "./Peers.js"
+
+const ATTEMPTS = 3
+const RETRY = Schedule.exponential(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(ATTEMPTS - 1)))
+const CONNECT_TIMEOUT = Duration.seconds(15)
+
+const pairs = (labels: Readonly<Record<string, string>>) =>
+  Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",")
+
+/** The peer, reached and authenticated, must attest at least one required pair. */
+const checkLabels = (peerId: string, required: Readonly<Record<string, string>>) =>
+  Effect.gen(function* () {
+    const host = yield* MeshHost
+    const peer = yield* host.connect(peerId).pipe(
+      Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => ({ reason: "no connection within 15s" }) }),
+      Effect.mapError(
+        (error) =>
+          new PeerMcpError({ reason: "unreachable", message: `peer ${peerId} is unreachable: ${error.reason}` }),
+      ),
+    )
+    if (!Labels.attestsAny(peer.labels, required)) {
+      return yield* new PeerMcpError({
+        reason: "refused",
+        message: `peer ${peerId} attests none of the required labels (${pairs(required)})`,
+      })
+    }
+  })
+
+/** The remote result unchanged: its content as ours, the whole of it as structured content. */
+const passOn = (result: CallToolResult): CallToolResult => ({
+  ...result,
+  content: result.content,
+  structuredContent: { ...result },
+})
+
+export const tool = Tool.make({
+  name: "call_remote_tool",
+  title: "Call a tool on another peer",
+  description:
+    "Calls a tool of an MCP service on another peer and returns the tool's result unchanged. tool_name is " +
+    "namespaced, mcp://<service>/<tool>; arguments must match the tool's input schema (see describe_remote_tool). " +
+    "required_labels (key=value[,key=value]) refuses the call unless the peer's credential attests at least one " +
+    "pair. A refusal (labels, the serving peer's policy) comes back as an error result that says why.",
+  input: {
+    peer_id: z.string().describe("The peer that serves the tool."),
+    tool_name: z.string().describe("The tool, namespaced: mcp://<service>/<tool>."),
+    arguments: z.record(z.string(), z.unknown()).optional().describe("The tool's arguments."),
+    required_labels: z
+      .string()
+      .optional()
+      .describe("key=value[,key=value]: call only if the peer attests at least one of these labels."),
+  },
+  output: {
+    content: z.array(z.unknown()),
+    structuredContent: z.record(z.string(), z.unknown()).optional(),
+    isError: z.boolean().optional(),
+  },
+  annotations: { openWorldHint: true },
+  run: (args) =>
+    Effect.gen(function* () {
+      const name = ToolName.parse(args.tool_name)
+      if (Either.isLeft(name)) return Tool.refused(name.left)
+      const refusal = yield* Peers.refusal(args.peer_id)
+      if (Option.isSome(refusal)) return Tool.refused(refusal.value)
+      let required: Readonly<Record<string, string>> | undefined
+      if (args.required_labels !== undefined && args.required_labels.trim() !== "") {
+        const parsed = Labels.parseList(args.required_labels)
+        if (Either.isLeft(parsed)) return Tool.refused(`required_labels must be key=value[,key=value]: ${parsed.left}`)
+        required = parsed.right
+      }
+      const peers = yield* PeerMcp
+      const { service, tool } = name.right
+      const attempt = Effect.gen(function* () {
+        if (required !== undefined) yield* checkLabels(args.peer_id, required)
+        return yield* peers.callTool(args.peer_id, service, tool, args.arguments ?? {})
+      })
+      const outcome = yield* attempt.pipe(
+        Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
+        Effect.either,
+      )
+      if (Either.isRight(outcome)) return passOn(outcome.right)
+      const error = outcome.left
+      const target = `${ToolName.format(name.right)} on peer ${args.peer_id}`
+      return Tool.refused(
+        error.reason === "refused"
+          ? `refused: ${error.message}`
+          : error.reason === "not_found"
+            ? `${target} cannot be called: ${error.message}`
+            : error.reason === "unreachable"
+              ? `${target} could not be reached (${ATTEMPTS} attempts): ${error.message}`
+              : `${target} failed: ${error.message}`,
+      )
+    }),
+})

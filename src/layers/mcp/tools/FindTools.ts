@@ -1,0 +1,244 @@
+/**
+ * `find_remote_tools`: tools of MCP services on peers, one row per tool (`mcp://<service>/<tool>` on a peer, its
+ * description, the labels the peer's credential attests). Every row comes from a real `tools/list` on the peer's
+ * service (the session is kept for later calls). Three ways in:
+ * - with `peer_id`: that peer's catalog, then each of its MCP services;
+ * - with only a tool name: first the gossip announcements of that name (fresh ones, waited for up to GOSSIP_WAIT when
+ *   this node just started listening), each candidate confirmed; the mesh-wide search runs meanwhile and answers
+ *   when gossip confirms nothing;
+ * - otherwise the mesh-wide search: the DHT's MCP providers, each one's catalog, each service's tools, a few peers
+ *   at a time, each bounded in time.
+ * A peer or service that cannot be asked is a row with `error`; the call itself never fails. In a mesh-wide search
+ * for a tool name those rows are left out (they would bury the answer).
+ */
+import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
+import { Chunk, Duration, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
+import { z } from "zod"
+import * as ToolName from "../../../domain/ToolName.js"
+import { type Announcer, Discovery, type ProviderAnswer } from "../../../services/discovery/Discovery.js"
+import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
+import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import * as Tool from "../Tool.js"
+import * as Peers from "./Peers.js"
+
+/** One service's tools must be listed within this. */
+const LIST_TIMEOUT = Duration.seconds(5)
+/** Services listed at once. */
+const CONCURRENCY = 8
+/** How long a first lookup of a tool name waits for announcements to arrive. */
+const GOSSIP_WAIT = Duration.seconds(3)
+const GOSSIP_POLL = Duration.millis(100)
+/** The mesh-wide search ends by then with what it found. */
+const SEARCH_TIMEOUT = Duration.seconds(10)
+
+interface Row {
+  readonly peer_id: string
+  readonly tool_name?: string
+  readonly description?: string
+  readonly labels?: Readonly<Record<string, string>>
+  readonly error?: string
+}
+
+const isError = (row: Row) => row.error !== undefined
+
+const byPeerAndTool = (a: Row, b: Row) =>
+  a.peer_id === b.peer_id ? (a.tool_name ?? "").localeCompare(b.tool_name ?? "") : a.peer_id < b.peer_id ? -1 : 1
+
+const toolRow = (peerId: string, service: string, tool: McpTool, labels: Readonly<Record<string, string>>): Row => ({
+  peer_id: peerId,
+  tool_name: ToolName.format({ service, tool: tool.name }),
+  description: tool.description ?? "",
+  labels,
+})
+
+/** The tools of one service on a peer (only `tool`, when given), or a row saying why they could not be listed. */
+const serviceRows = (
+  peerId: string,
+  service: string,
+  labels: Readonly<Record<string, string>>,
+  tool: string | undefined,
+): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost> =>
+  Effect.gen(function* () {
+    const listed = yield* Effect.either((yield* PeerMcp).listTools(peerId, service, LIST_TIMEOUT))
+    if (Either.isLeft(listed)) {
+      return [
+        {
+          peer_id: peerId,
+          tool_name: `${ToolName.SCHEME}${service}`,
+          error: `failed to list tools: ${listed.left.message}`,
+        },
+      ]
+    }
+    // Reached, so authenticated: the labels its credential attests now.
+    const peer = yield* (yield* MeshHost).peer(peerId)
+    const attested = Option.match(peer, { onNone: () => labels, onSome: (p) => p.labels })
+    return listed.right
+      .filter((t) => tool === undefined || t.name === tool)
+      .map((t) => toolRow(peerId, service, t, attested))
+  })
+
+/** One peer: its catalog of MCP services, then the tools of each. */
+const peerRows = (peerId: string, service: string | undefined, tool: string | undefined) =>
+  Effect.gen(function* () {
+    const catalog = yield* Effect.either((yield* Discovery).catalogOf(peerId, "mcp", service))
+    if (Either.isLeft(catalog))
+      return [{ peer_id: peerId, error: `failed to fetch the peer's catalog: ${catalog.left}` }]
+    if (service !== undefined && catalog.right.length === 0) {
+      return [
+        {
+          peer_id: peerId,
+          tool_name: `${ToolName.SCHEME}${service}`,
+          error: `the peer publishes no mcp service named ${service}`,
+        },
+      ]
+    }
+    const rows = yield* Effect.forEach(catalog.right, (s) => serviceRows(peerId, s.name, s.labels, tool), {
+      concurrency: CONCURRENCY,
+    })
+    return rows.flat()
+  })
+
+/** The whole mesh: every MCP provider the DHT names, each asked as it comes in. */
+const meshRows = (service: string | undefined, tool: string | undefined) =>
+  Effect.gen(function* () {
+    const discovery = yield* Discovery
+    const seen = new Set<string>()
+    const answer = (found: ProviderAnswer) =>
+      Either.match(found.services, {
+        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost> =>
+          Effect.succeed([{ peer_id: found.peerId, error: `failed to fetch the peer's catalog: ${reason}` }]),
+        onRight: (services) =>
+          Effect.map(
+            Effect.forEach(services, (s) => serviceRows(found.peerId, s.name, s.labels, tool)),
+            (rows) => rows.flat(),
+          ),
+      })
+    const rows = yield* discovery
+      .providers({ type: "mcp", ...(service === undefined ? {} : { name: service }), timeout: SEARCH_TIMEOUT })
+      .pipe(
+        // The DHT may name a provider more than once.
+        Stream.filter((found) => {
+          if (seen.has(found.peerId)) return false
+          seen.add(found.peerId)
+          return true
+        }),
+        Stream.mapEffect(answer, { concurrency: CONCURRENCY, unordered: true }),
+        Stream.flattenIterables,
+        Stream.runCollect,
+      )
+    return Chunk.toReadonlyArray(rows)
+  })
+
+/** Fresh announcers of the tool name, waiting a little for the first ones when nobody announced it yet. */
+const announcers = (tool: string) =>
+  Effect.gen(function* () {
+    const discovery = yield* Discovery
+    while (true) {
+      const list = yield* discovery.announcers("mcp", tool)
+      if (list.length > 0) return list
+      yield* Effect.sleep(GOSSIP_POLL)
+    }
+  }).pipe(
+    Effect.timeoutTo({
+      duration: GOSSIP_WAIT,
+      onTimeout: (): ReadonlyArray<Announcer> => [],
+      onSuccess: (list) => list,
+    }),
+  )
+
+/** The gossip path: announcers of the tool name, each confirmed by listing its service's tools; none confirmed, none. */
+const gossipRows = (tool: string, service: string | undefined) =>
+  Effect.gen(function* () {
+    const candidates = new Map<string, Announcer>()
+    for (const a of yield* announcers(tool)) {
+      if (service === undefined || a.service === service) candidates.set(`${a.peerId}/${a.service}`, a)
+    }
+    const rows = yield* Effect.forEach(
+      [...candidates.values()],
+      (a) => serviceRows(a.peerId, a.service, a.labels, tool),
+      {
+        concurrency: CONCURRENCY,
+      },
+    )
+    const confirmed = rows.flat().filter((row) => !isError(row))
+    return confirmed.length > 0 ? Option.some(confirmed) : Option.none()
+  })
+
+/** A tool name only: gossip first, the mesh-wide search meanwhile; whichever has the answer first. */
+const byToolName = (tool: string, service: string | undefined) =>
+  Effect.raceWith(gossipRows(tool, service), meshRows(service, tool), {
+    onSelfDone: (exit, mesh) =>
+      Exit.isSuccess(exit) && Option.isSome(exit.value)
+        ? Effect.as(Fiber.interrupt(mesh), exit.value.value)
+        : Fiber.join(mesh),
+    onOtherDone: (exit, gossip) =>
+      Exit.isSuccess(exit) && exit.value.some((row) => !isError(row))
+        ? Effect.as(Fiber.interrupt(gossip), exit.value)
+        : Effect.flatMap(Fiber.join(gossip), (confirmed) =>
+            Option.isSome(confirmed)
+              ? Effect.succeed(confirmed.value)
+              : Exit.isSuccess(exit)
+                ? exit
+                : Effect.succeed([]),
+          ),
+  })
+
+export const tool = Tool.make({
+  name: "find_remote_tools",
+  title: "Find tools on other peers",
+  description:
+    "Tools of MCP services on other peers, each named mcp://<service>/<tool> and listed with its description, " +
+    "the peer that serves it (peer_id) and the labels that peer's credential attests. Narrow the search with " +
+    "peer_id, service_name (bare or mcp://<service>) and tool_name (the exact tool name, answered fast from the " +
+    "mesh's announcements). A peer or service that cannot be asked appears as a row with an error. Then use " +
+    "describe_remote_tool for a tool's schemas and call_remote_tool to call it.",
+  input: {
+    peer_id: z.string().optional().describe("Only this peer's tools."),
+    service_name: z.string().optional().describe("Only this MCP service: a bare name or mcp://<service>."),
+    tool_name: z.string().optional().describe("Only tools with exactly this name (or mcp://<service>/<tool>)."),
+    intent: z.string().optional().describe("What you want to do; accepted but not used for the search yet."),
+  },
+  output: {
+    tools: z.array(
+      z.object({
+        peer_id: z.string(),
+        tool_name: z.string().optional(),
+        description: z.string().optional(),
+        labels: z.record(z.string(), z.string()).optional(),
+        error: z.string().optional(),
+      }),
+    ),
+  },
+  annotations: { readOnlyHint: true, openWorldHint: true },
+  run: (args) =>
+    Effect.gen(function* () {
+      const serviceArg =
+        args.service_name === undefined || args.service_name.trim() === ""
+          ? Either.right(undefined)
+          : ToolName.parseService(args.service_name)
+      if (Either.isLeft(serviceArg)) return Tool.refused(serviceArg.left)
+      const toolArg =
+        args.tool_name === undefined || args.tool_name.trim() === ""
+          ? Either.right(undefined)
+          : ToolName.parseQuery(args.tool_name)
+      if (Either.isLeft(toolArg)) return Tool.refused(toolArg.left)
+      const named = toolArg.right?.service
+      if (named !== undefined && serviceArg.right !== undefined && named !== serviceArg.right) {
+        return Tool.refused("tool_name names another service than service_name")
+      }
+      const service = serviceArg.right ?? named
+      const toolName = toolArg.right?.tool
+      const peerId = args.peer_id === undefined || args.peer_id.trim() === "" ? undefined : args.peer_id.trim()
+      if (peerId !== undefined) {
+        const refusal = yield* Peers.refusal(peerId)
+        if (Option.isSome(refusal)) return Tool.refused(refusal.value)
+      }
+      const rows =
+        peerId !== undefined
+          ? yield* peerRows(peerId, service, toolName)
+          : toolName !== undefined
+            ? (yield* byToolName(toolName, service)).filter((row) => !isError(row))
+            : yield* meshRows(service, undefined)
+      return Tool.ok({ tools: [...rows].sort(byPeerAndTool) })
+    }),
+})
