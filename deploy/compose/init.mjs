@@ -9,7 +9,7 @@
 // Settings come from the environment (MESH_INIT_*); secrets only ever travel in files (0600, the postgres password
 // 0644 in a volume that only postgres and this step mount, since the postgres image reads it as its own user).
 import { randomBytes } from "node:crypto"
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parse } from "yaml"
 
@@ -64,9 +64,11 @@ const secrets = () => {
     say(`wrote ${dsn}`)
   }
 
-  // The mesh step runs as the mesh user and writes the bootstrap tokens here.
-  chownSync(tokensDir, owner.uid, owner.gid)
-  chmodSync(tokensDir, 0o700)
+  // The mesh step runs as the mesh user and writes the bootstrap tokens here. Mode before owner, and only while the
+  // folder is still ours: this step holds CHOWN only, and without FOWNER root cannot change what it gave away.
+  const { uid } = statSync(tokensDir)
+  if (uid === process.getuid?.()) chmodSync(tokensDir, 0o700)
+  if (uid !== owner.uid) chownSync(tokensDir, owner.uid, owner.gid)
 }
 
 const call = async (url, adminToken, init) => {

@@ -162,6 +162,49 @@ describe("compose.yaml", () => {
   })
 })
 
+// compose.yaml runs step 1 as root with CHOWN as its only capability; setpriv gives a root process the same.
+const asComposeRoot =
+  process.getuid?.() === 0 && spawnSync("setpriv", ["--version"]).status === 0 ? describe : describe.skip
+
+asComposeRoot("compose.yaml's first step, as root with CHOWN only", () => {
+  it("hands the files to the mesh user, and runs again over them", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mesh-compose-root-"))
+    try {
+      const env = Object.fromEntries(
+        Object.entries(services["init-secrets"]?.environment ?? {}).map(([key, value]) => [
+          key,
+          value.startsWith("/run/mesh/") ? join(dir, value.slice("/run/mesh/".length)) : value,
+        ]),
+      )
+      const run = () =>
+        spawnSync(
+          "setpriv",
+          ["--bounding-set=-all,+chown", process.execPath, join(root, "deploy/compose/init.mjs"), "secrets"],
+          {
+            env: { ...process.env, ...env },
+            encoding: "utf8",
+          },
+        )
+      const first = run()
+      expect(first.status, first.stderr).toBe(0)
+      const second = run()
+      expect(second.status, second.stderr).toBe(0)
+      expect(second.stdout).toContain("keeping")
+      for (const [path, owner, mode] of [
+        ["secrets/admin-token", 1000, 0o600],
+        ["secrets/db-dsn", 1000, 0o600],
+        ["postgres/password", 0, 0o644],
+        ["tokens", 1000, 0o700],
+      ] as const) {
+        const stat = statSync(join(dir, path))
+        expect([path, stat.uid, stat.mode & 0o777]).toEqual([path, owner, mode])
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
 describePostgres("the example mesh of compose.yaml, brought up on this machine", (pgUrl) => {
   const dir = mkdtempSync(join(tmpdir(), "mesh-compose-"))
   const children: Array<ChildProcess> = []
