@@ -29,6 +29,7 @@ import * as Gate from "../../p2p/Gate.js"
 import { Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
+import { Membership } from "../../services/member/Membership.js"
 import {
   type AuthenticatedPeer,
   MeshDialError,
@@ -376,6 +377,17 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
 
 export const layer = (options: MeshHostOptions): Layer.Layer<MeshHost, MeshStartError> =>
   Layer.scoped(MeshHost, make(options))
+
+/** The host of a router or node: keyed, credentialed and trusting as its membership says. */
+export const fromMembership = (
+  options: Pick<MeshHostOptions, "listen" | "announce" | "mode">,
+): Layer.Layer<MeshHost, MeshStartError, Membership> =>
+  Layer.scoped(
+    MeshHost,
+    Effect.flatMap(Membership, (member) =>
+      make({ ...options, seed: member.signer.seed, credential: member.credential, trust: member.trust }),
+    ),
+  )
 
 /** Something registered for the life of the scope (an event listener). */
 const scoped = (add: () => void, remove: () => void): Effect.Effect<void, never, Scope.Scope> =>

@@ -9,8 +9,6 @@ import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
 import type { NodeSettings } from "../../config/NodeConfig.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
-import { Membership } from "../../services/member/Membership.js"
-import { MeshHost } from "../../services/mesh/MeshHost.js"
 import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
 import * as InferenceRouterLive from "../inference/InferenceRouterLive.js"
 import * as Announcer from "../local/Announcer.js"
@@ -43,20 +41,7 @@ const membership = (settings: NodeSettings) =>
     jitter: true,
   })
 
-const host = (settings: NodeSettings) =>
-  Layer.scoped(
-    MeshHost,
-    Effect.gen(function* () {
-      const member = yield* Membership
-      return yield* MeshHostLive.make({
-        seed: member.signer.seed,
-        credential: member.credential,
-        trust: member.trust,
-        listen: settings.listen,
-        mode: "node",
-      })
-    }),
-  )
+const host = (settings: NodeSettings) => MeshHostLive.fromMembership({ listen: settings.listen, mode: "node" })
 
 /** The services this node publishes, how peers learn of them, and how this node learns of theirs. */
 const services = Layer.mergeAll(

@@ -31,20 +31,11 @@ const membership = (settings: RouterSettings) =>
   })
 
 const host = (settings: RouterSettings) =>
-  Layer.scoped(
-    MeshHost,
-    Effect.gen(function* () {
-      const member = yield* Membership
-      return yield* MeshHostLive.make({
-        seed: member.signer.seed,
-        credential: member.credential,
-        trust: member.trust,
-        listen: settings.listen,
-        ...(settings.externalAddresses.length > 0 ? { announce: settings.externalAddresses } : {}),
-        mode: "router",
-      })
-    }),
-  )
+  MeshHostLive.fromMembership({
+    listen: settings.listen,
+    ...(settings.externalAddresses.length > 0 ? { announce: settings.externalAddresses } : {}),
+    mode: "router",
+  })
 
 /** Gauges read at scrape time, and bans learned at sync time enforced on open connections. */
 const upkeep = Layer.scopedDiscard(
