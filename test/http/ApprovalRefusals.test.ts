@@ -70,6 +70,28 @@ describeDatabases("approving a queued enrollment", (db) => {
     }),
   )
 
+  it.scoped("is refused with 410 when another approval spent the token's last usage; the resolve is rolled back", () =>
+    Effect.gen(function* () {
+      const { cp, token, requestId } = yield* queued(db)
+      const other = PeerKey.generate()
+      const second = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, other, token.token))
+      expect((yield* admin(cp, "POST", `/admin/enrollments/${requestId}/approve`)).status).toBe(200)
+      const refused = yield* admin(cp, "POST", `/admin/enrollments/${second.requestId}/approve`)
+      expect([refused.status, refused.json]).toEqual([
+        410,
+        { error: "gone", message: "bootstrap token has no usages left" },
+      ])
+      // The refused request is still pending and can be rejected; its peer has no node.
+      expect((yield* admin(cp, "GET", "/admin/enrollments")).json).toMatchObject([
+        { id: second.requestId, peer_id: other.peerId, status: "pending" },
+      ])
+      const sql = Context.get(cp.context, SqlClient.SqlClient)
+      const nodes = yield* sql<{ peer_id: string }>`SELECT peer_id FROM nodes WHERE peer_id = ${other.peerId}`
+      expect(nodes).toEqual([])
+      expect((yield* admin(cp, "POST", `/admin/enrollments/${second.requestId}/reject`)).status).toBe(200)
+    }),
+  )
+
   it.scoped("is refused with 403 when the request's labels are no longer within the role's allowed_labels", () =>
     Effect.gen(function* () {
       const { cp, token, peer, requestId } = yield* queued(db, { labels: { zone: "eu" } })
