@@ -59,4 +59,27 @@ describeDatabases("a rejected enrollee", (db) => {
       expect(row).toEqual({ usages: 0, nodes: 0, requests: 1 })
     }),
   )
+
+  it.scoped("enrolling with another token queues a new request, which the operator decides anew", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const peer = PeerKey.generate()
+      const first = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, peer, (yield* mintToken(cp)).token))
+      yield* admin(cp, "POST", `/admin/enrollments/${first.requestId}/reject`)
+
+      yield* TestClock.adjust(Duration.seconds(1))
+      const another = yield* mintToken(cp)
+      const queued = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, peer, another.token))
+      expect(queued.status).toBe(EnrollmentStatus.PENDING)
+      expect(queued.requestId).not.toBe(first.requestId)
+      expect((yield* admin(cp, "GET", "/admin/enrollments")).json).toMatchObject([
+        { id: queued.requestId, peer_id: peer.peerId, token_id: another.id, status: "pending" },
+      ])
+      expect((yield* admin(cp, "POST", `/admin/enrollments/${queued.requestId}/approve`)).status).toBe(200)
+      yield* TestClock.adjust(Duration.seconds(1))
+      const collected = yield* MeshClient.decodeEnroll(yield* MeshClient.enrollStatus(cp.url, peer))
+      expect([collected.status, collected.biscuitToken.length > 0]).toEqual([EnrollmentStatus.APPROVED, true])
+    }),
+  )
 })
