@@ -45,8 +45,8 @@ export const commands = (mesh: Mesh): ReadonlyArray<readonly [string, string]> =
 
 const node = (name: string, n: StartedNode, serves: string) => [
   `  ${name.padEnd(16)}${n.url.padEnd(30)}${serves}`,
-  `    API token     ${shown(n.tokenPath)}   (mode 0600; header X-Mesh-Authentication or, on /mcp and /v1, Authorization)`,
-  `    socket        ${shown(n.socket)}   (no token: opening it is the credential)`,
+  `    API token     ${shown(n.tokenPath)}   (mode 0600)`,
+  `    socket        ${shown(n.socket)}   (no token needed)`,
   `    config        ${shown(n.configPath)}`,
 ]
 
