@@ -6,7 +6,7 @@
  */
 import { execFile, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -151,7 +151,7 @@ describe("mesh-one", () => {
     }
   })
 
-  it("keeps a control plane whose routes answer, and its admin token, across restarts", {
+  it("keeps a control plane whose routes answer, its secrets, and a node's own services in mesh-node.yaml across restarts", {
     timeout: 300_000,
   }, async () => {
     const mesh = await startMeshOne()
@@ -184,8 +184,31 @@ describe("mesh-one", () => {
     }
     const first = readFileSync(tokenFile, "utf8")
     const nodeToken = readFileSync(join(dir, "node-a", "api-token"), "utf8")
+    // As the README says: uncomment the example in node A's mesh-node.yaml, start again, call it from node B.
+    const config = join(dir, "node-a", "mesh-node.yaml")
+    writeFileSync(
+      config,
+      readFileSync(config, "utf8")
+        .replace(/^# services:/m, "services:")
+        .replace(/^# {3}/gm, "  "),
+    )
     const again = await startMeshOne()
-    await again.stop("SIGTERM")
+    try {
+      const tokenB = readFileSync(join(dir, "node-b", "api-token"), "utf8").trim()
+      const published = async () => {
+        const answer = await fetch(`${again.nodeB}/mesh/service/discover?type=mcp&name=everything`, {
+          headers: { "x-mesh-authentication": `Bearer ${tokenB}` },
+        })
+        return ((await answer.json()) as ReadonlyArray<unknown>).length > 0
+      }
+      // The stdio server is started and probed once the node is up: allow it a loaded machine's minute.
+      for (let i = 0; i < 240 && !(await published()); i++) await new Promise((r) => setTimeout(r, 250))
+      const echo = await sh(`${again.commands[0]} mcp://everything/echo '{"message":"hi"}'`)
+      expect(echo.code, echo.stderr).toBe(0)
+      expect(echo.stdout).toContain('echo({"message":"hi"}) = Echo: hi\n')
+    } finally {
+      await again.stop("SIGTERM")
+    }
     expect(readFileSync(tokenFile, "utf8")).toBe(first)
     expect(readFileSync(join(dir, "node-a", "api-token"), "utf8")).toBe(nodeToken)
   })
