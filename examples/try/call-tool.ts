@@ -41,11 +41,11 @@ try {
   const found = await call("discover_remote_services", { type: "mcp", name: service })
   const peer = (found.structured as { services: ReadonlyArray<{ peer_id: string }> }).services[0]?.peer_id
   if (peer === undefined) throw new Error(`no peer publishes mcp://${service} yet; try again in a moment`)
-  console.log(`mcp://${service} is on peer ${peer}`)
+  process.stdout.write(`mcp://${service} is on peer ${peer}\n`)
   for (const [tool, args] of calls) {
     const result = await call("call_remote_tool", { peer_id: peer, tool_name: tool, arguments: args })
     const shown = "text" in args && Object.keys(args).length === 1 ? JSON.stringify(args.text) : JSON.stringify(args)
-    console.log(`${tool.slice(`mcp://${service}/`.length)}(${shown}) = ${result.body}`)
+    process.stdout.write(`${tool.slice(`mcp://${service}/`.length)}(${shown}) = ${result.body}\n`)
   }
 } finally {
   await client.close()

@@ -120,7 +120,7 @@ export const meshOne = Command.make("mesh-one", flags, (options) =>
       ])
       const dir = resolve(options.dataDir)
       mkdirSync(dir, { recursive: true, mode: 0o700 })
-      yield* Console.log(`mesh-one: starting a development mesh in ${Banner.shown(dir)}`)
+      yield* Console.log(`mesh-one: starting a development mesh in ${Banner.shownFrom(dir)}`)
       const adminToken = secretFile(join(dir, "admin-token"), () => randomBytes(32).toString("hex"))
       const issuerKeys = JSON.parse(secretFile(join(dir, "oidc-issuer-keys.json"), () => "[]")) as ReadonlyArray<JWK>
       const issuer = yield* DevOidcIssuer.make({ port: options.issuerPort, keys: issuerKeys })

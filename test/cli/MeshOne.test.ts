@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fromBinary } from "@bufbuild/protobuf"
 import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as Banner from "../../src/cli/one/Banner.js"
 import { ControlPlaneInfoResponseSchema } from "../../src/gen/mesh_pb.js"
 import { nodeArgs, runBin } from "../support/processes.js"
 
@@ -230,5 +231,32 @@ describe("mesh-one", () => {
     } finally {
       holder.close()
     }
+  })
+})
+
+describe("the README", () => {
+  it("shows the three commands mesh-one prints with its default ports and data folder", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8")
+    const data = join(root, ".mesh-one")
+    const node = (name: string, port: number) => ({
+      url: `http://127.0.0.1:${port}`,
+      tokenPath: join(data, name, "api-token"),
+      socket: join(data, name, "mesh.sock"),
+      configPath: join(data, name, "mesh-node.yaml"),
+    })
+    const printed = Banner.commands({
+      dataDir: data,
+      controlPlane: "http://127.0.0.1:8080",
+      issuer: "http://127.0.0.1:8090",
+      routers: [],
+      a: node("node-a", 8081),
+      b: node("node-b", 8082),
+      demoMcp: "http://127.0.0.1:8091/mcp",
+      demoInference: "http://127.0.0.1:8092",
+      examples: join(root, "examples", "try"),
+      cwd: root,
+    })
+    expect(printed).toHaveLength(3)
+    for (const [, command] of printed) expect(readme).toContain(`\n${command}\n`)
   })
 })
