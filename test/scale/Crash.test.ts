@@ -422,8 +422,11 @@ describe("control plane on a sqlite file that another writer holds locked [sqlit
         const writer = yield* lockingWriter(database)
 
         const blocked = yield* Effect.fork(attempt(mint(cp), Duration.seconds(15)))
-        // Long enough for the mint to reach the database and wait there (it would otherwise answer in milliseconds).
-        yield* Effect.sleep(Duration.millis(300))
+        // The process says when a statement starts waiting for the lock: from then on the mint waits at the database.
+        yield* poll(cp.output, (text) => text.includes("sqlite database is locked by another writer; waiting"), {
+          what: "the mint waiting for the sqlite lock",
+          timeout: Duration.seconds(15),
+        })
         const [healthz, keys] = yield* Effect.all(
           [attempt(MeshClient.request(`${cp.url}/healthz`)), attempt(MeshClient.request(`${cp.url}/keys`))],
           { concurrency: 2 },
