@@ -119,7 +119,7 @@ describe("MeshHost gossip", () => {
         yield* waitUntil(
           "router closed the unauthenticated connection",
           () => !router.libp2p.getConnections(bareId).some((c) => first.includes(c.id)),
-          15_000,
+          30_000,
         )
         expect(yield* dhtAnswer.await.pipe(Effect.flatten)).toBeUndefined()
         expect(yield* lateAnswer.await.pipe(Effect.flatten)).toBeUndefined()
