@@ -33,7 +33,8 @@ describeDatabases("signing key rotation", (db) => {
       })
       expect(rotated[0]).toEqual(first)
 
-      // During the grace period credentials signed by the old key still refresh.
+      // A node enrolled after the rotation holds a credential of the new key (RefreshGrace.test.ts refreshes one
+      // of the previous key during the grace period).
       const stillFine = yield* enrollDirectly(cp)
       yield* TestClock.adjust(Duration.minutes(59))
       expect(yield* listKeys(cp.url)).toHaveLength(2)
