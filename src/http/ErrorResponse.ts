@@ -3,14 +3,16 @@
  *
  *   { "error": "<code>", "message": "<text>" }
  *
- * Domain errors carry their status; request decoding failures are 400; an unreachable database is 503; anything
- * else is a defect: logged with its cause, answered 500 with a generic message so nothing internal leaks.
+ * Domain errors carry their status; request decoding failures and text the database refuses (NUL) are 400; an
+ * unreachable database is 503; anything else is a defect: logged with its cause, answered 500 with a generic
+ * message so nothing internal leaks.
  */
 import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/platform"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import { type ApiError, ApiErrors, MethodNotAllowed, NoAvailableProvider, RateLimited } from "../domain/Errors.js"
+import * as NulText from "../layers/sql/NulText.js"
 
 export interface ErrorBody {
   readonly error: string
@@ -120,9 +122,11 @@ export const fromCause = (
     if (error._tag === "RequestError") return Effect.succeed(requestErrorResponse(error, render))
   }
   // Any database failure in the cause decides, not only the first: a lost connection often surfaces twice.
-  const unavailable = [...Cause.failures(cause), ...Cause.defects(cause)].find(
-    (e): e is SqlError => e instanceof SqlError && isDatabaseUnavailable(e),
-  )
+  const sqlErrors = [...Cause.failures(cause), ...Cause.defects(cause)].filter((e) => e instanceof SqlError)
+  if (sqlErrors.some(NulText.isNulInText)) {
+    return Effect.succeed(render(400, "bad_request", "invalid request: text must not contain NUL (U+0000)"))
+  }
+  const unavailable = sqlErrors.find(isDatabaseUnavailable)
   if (unavailable !== undefined) {
     const message = isLocked(unavailable) ? "database is locked by another writer" : "database unavailable"
     return Effect.as(

@@ -12,6 +12,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Clock, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import * as NulText from "./NulText.js"
 
 const PREPARED_CAPACITY = 500
 
@@ -81,8 +82,12 @@ export const make = (
       )
     }
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(prepare(sql), (statement) => runStatement(statement, params, raw))
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) => {
+      const refused = NulText.refuse(params)
+      return refused !== undefined
+        ? Effect.fail(refused)
+        : Effect.flatMap(prepare(sql), (statement) => runStatement(statement, params, raw))
+    }
 
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
