@@ -18,6 +18,7 @@ import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
 import * as Logging from "../layers/Logging.js"
 import * as NodeLive from "../layers/NodeLive.js"
 import * as ApiTokenLive from "../layers/node/ApiTokenLive.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import { LocalApi } from "../node/Listeners.js"
 import { BootstrapTokens } from "../services/enrollment/BootstrapTokens.js"
@@ -177,5 +178,5 @@ export const meshOne = Command.make("mesh-one", flags, (options) =>
       )
       return yield* Effect.never
     }),
-  ).pipe(Effect.provide(Logging.layerFromConfig(options.logLevel))),
+  ).pipe(Effect.provide(Layer.merge(Logging.layerFromConfig(options.logLevel), Tracing.fromConfig("mesh-one")))),
 ).pipe(Command.withDescription("Run a development mesh on this machine: control plane, router, node and OIDC issuer."))
