@@ -2,7 +2,8 @@
  * The path of every request through the node's local API: find its route in the table (404/405 otherwise), check
  * what the caller presented for the route's access on this listener (401 missing, 403 wrong, 403 for evidence over
  * plain TCP), hold back routes that need the mesh until the node is connected (503), run the handler, render any
- * failure as the one error body, and count and time the request by route label.
+ * failure as the one error body, and count and time the request by route label. Each request is one server span
+ * named by method and route pattern, continuing the caller's `traceparent`.
  */
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Ref } from "effect"
@@ -15,6 +16,7 @@ import {
   Unavailable,
 } from "../domain/Errors.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
+import * as TraceContext from "../http/TraceContext.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
@@ -159,8 +161,18 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       const path = pathOf(request.url)
       const found = lookup(request.method, path)
       inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
+      const method = TraceContext.method(request.method)
+      const template = found._tag === "Found" ? found.route.path : "unmatched"
+      const trace = yield* TraceContext.continuing(request.headers)
       const response = yield* serve(request, found).pipe(
         Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
+        Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+        Effect.withSpan(`${method} ${template}`, {
+          kind: "server",
+          captureStackTrace: false,
+          attributes: { "http.request.method": method, "http.route": template },
+          ...trace,
+        }),
         Effect.ensuring(
           Effect.flatMap(
             Ref.updateAndGet(active, (n) => n - 1),

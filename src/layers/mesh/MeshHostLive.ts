@@ -201,7 +201,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           return yield* fail(`peer has role ${outcome.peer.role}, not ${role}`)
         }
         return outcome.peer
-      })
+      }).pipe(Effect.withSpan("mesh.dial", { kind: "client", captureStackTrace: false }))
 
     /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
     const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
@@ -313,7 +313,13 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),
         })
         return { stream, connection: open }
-      })
+      }).pipe(
+        Effect.withSpan("mesh.stream.open", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: { "mesh.peer.id": peer, "mesh.protocol": protocol },
+        }),
+      )
 
     const subscribe = (topic: string) =>
       Stream.asyncScoped<{ readonly from: string; readonly data: Uint8Array }>(

@@ -9,11 +9,12 @@ import type { IncomingMessage } from "node:http"
 import { request as httpRequest } from "node:http"
 import { Readable } from "node:stream"
 import { peerIdFromString } from "@libp2p/peer-id"
-import { Effect, Either, Exit, Layer, Runtime, Scope } from "effect"
+import { Effect, Either, Exit, Layer, Option, Runtime, Scope } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
+import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import type { AuthenticatedPeer } from "../../services/mesh/MeshHost.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
@@ -72,6 +73,12 @@ const aborted = (signal: AbortSignal | null | undefined): Effect.Effect<never, B
     return Effect.sync(() => signal.removeEventListener("abort", fail))
   })
 
+/** The peer continues our trace from the proxy span, whatever `traceparent` the local client sent. */
+const withTraceparent = (headers: Forwarding.OutgoingHeaders, traceparent: Option.Option<string>) => {
+  if (Option.isSome(traceparent)) headers.traceparent = traceparent.value
+  return headers
+}
+
 const pairs = (labels: Readonly<Record<string, string>>) =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
@@ -126,7 +133,11 @@ export const layer = Layer.effect(
       })
 
     /** Writes the request onto the socket and completes with the response head. */
-    const exchange = (socket: StreamSocket, request: ProxyRequest): Effect.Effect<IncomingMessage, BadGateway> =>
+    const exchange = (
+      socket: StreamSocket,
+      request: ProxyRequest,
+      traceparent: Option.Option<string>,
+    ): Effect.Effect<IncomingMessage, BadGateway> =>
       Effect.async<IncomingMessage, BadGateway>((resume) => {
         const failed = (error: Error) =>
           resume(
@@ -141,7 +152,7 @@ export const layer = Layer.effect(
             createConnection: () => socket,
             method: request.method,
             path: target,
-            headers: Forwarding.toPeer(request.headers, request.origin),
+            headers: withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
           })
         } catch (error) {
           return failed(error instanceof Error ? error : new Error(String(error)))
@@ -170,9 +181,21 @@ export const layer = Layer.effect(
             else socket.abort(new Error("the caller went away"))
           }),
         )
-        response = yield* exchange(socket, request)
+        response = yield* exchange(socket, request, yield* TraceContext.current)
+        yield* Effect.annotateCurrentSpan("http.response.status_code", response.statusCode ?? 0)
         return response
-      })
+      }).pipe(
+        Effect.withSpan("mesh.proxy", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: {
+            "mesh.peer.id": request.peerId,
+            "mesh.service.type": request.type,
+            "mesh.service.name": request.name,
+            "http.request.method": TraceContext.method(request.method),
+          },
+        }),
+      )
 
     const fetch = (
       peerId: string,
