@@ -1,13 +1,13 @@
 /**
  * The last check on every span before export. SQL spans keep the statement's kind (`SELECT`, `INSERT`...) and lose
- * its text; header, full-URL and query attributes are dropped wherever a library recorded them. Our own spans never
- * set these; this guards what libraries add by default.
+ * its text; header, full-URL, query and stack-trace attributes are dropped wherever a library recorded them (a
+ * stack trace names the machine's paths). Our own spans never set these; this guards what libraries add by default.
  */
 import type { Context } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 
 const QUERY_TEXT = "db.query.text"
-const DROPPED = new Set(["url.full", "url.query", "db.statement"])
+const DROPPED = new Set(["url.full", "url.query", "db.statement", "code.stacktrace"])
 const DROPPED_PREFIXES = ["http.request.header.", "http.response.header."]
 
 /** The first keyword of a statement, upper-cased: what it does, never what it carries. */
