@@ -17,6 +17,7 @@ import {
 import { Clock, Effect, Option } from "effect"
 import { ControlPlaneConfig } from "../config/ControlPlaneConfig.js"
 import { RateLimited } from "../domain/Errors.js"
+import * as Spans from "../layers/observability/Spans.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { RateLimiter } from "../services/operations/RateLimiter.js"
 import { ControlPlaneApi } from "./Api.js"
@@ -86,15 +87,16 @@ export const layer = HttpApiBuilder.middleware(
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
         const route = routes.resolve(request.method, request.url) ?? UNMATCHED
-        const trace = yield* TraceContext.continuing(request.headers)
+        const handled = handle(request, route, started)
+        if (!(yield* Spans.enabled)) return yield* handled
         const method = TraceContext.method(request.method)
-        return yield* handle(request, route, started).pipe(
-          Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
-          Effect.withSpan(`${method} ${route}`, {
+        return yield* handled.pipe(
+          Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
+          Spans.withSpan(`${method} ${route}`, {
             kind: "server",
             captureStackTrace: false,
             attributes: { "http.request.method": method, "http.route": route },
-            ...trace,
+            ...TraceContext.parentOption(request.headers),
           }),
         )
       })

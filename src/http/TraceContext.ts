@@ -4,7 +4,7 @@
  * read or written, so a client's own trace context passes through the mesh unchanged.
  */
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Effect, FiberRef, Option, type Tracer } from "effect"
+import { Context, Effect, FiberRef, Option, Tracer } from "effect"
 
 /** The caller's span, from a well-formed `traceparent`. */
 export const parentOf = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
@@ -14,26 +14,20 @@ export const parentOf = (headers: Readonly<Record<string, string | ReadonlyArray
     : Option.none<Tracer.ExternalSpan>()
 }
 
-/** Span options continuing the caller's trace, when tracing is on and the caller sent one. */
-export const continuing = (
+/** Span options continuing the caller's trace, when it sent one. */
+export const parentOption = (
   headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
-): Effect.Effect<{ readonly parent?: Tracer.ExternalSpan }> =>
-  Effect.map(FiberRef.get(FiberRef.currentTracerEnabled), (enabled) => {
-    if (!enabled) return {}
-    const parent = parentOf(headers)
-    return Option.isSome(parent) ? { parent: parent.value } : {}
-  })
+): { readonly parent?: Tracer.ExternalSpan } => {
+  const parent = parentOf(headers)
+  return Option.isSome(parent) ? { parent: parent.value } : {}
+}
 
 /** The `traceparent` naming the current span, when tracing is on and there is one. */
-export const current: Effect.Effect<Option.Option<string>> = Effect.flatMap(
-  FiberRef.get(FiberRef.currentTracerEnabled),
-  (enabled) =>
-    enabled
-      ? Effect.map(Effect.option(Effect.currentSpan), (span) =>
-          Option.map(span, (s) => `00-${s.traceId}-${s.spanId}-${s.sampled ? "01" : "00"}`),
-        )
-      : Effect.succeed(Option.none()),
-)
+export const current: Effect.Effect<Option.Option<string>> = Effect.withFiberRuntime((fiber) => {
+  if (!fiber.getFiberRef(FiberRef.currentTracerEnabled)) return Effect.succeed(Option.none())
+  const span = Context.getOption(fiber.currentContext, Tracer.ParentSpan)
+  return Effect.succeed(Option.map(span, (s) => `00-${s.traceId}-${s.spanId}-${s.sampled ? "01" : "00"}`))
+})
 
 /** `headers` with `traceparent` naming the current span (replacing the caller's), when tracing is on. */
 export const inject = <H extends Record<string, unknown>>(headers: H): Effect.Effect<H> =>

@@ -17,6 +17,7 @@ import {
 } from "../domain/Errors.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
 import * as TraceContext from "../http/TraceContext.js"
+import * as Spans from "../layers/observability/Spans.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
@@ -155,24 +156,34 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
         )
       })
 
+    /** One server span per request, named by method and route pattern, while tracing is on. */
+    const traced =
+      (request: HttpServerRequest.HttpServerRequest, found: ReturnType<typeof lookup>) =>
+      <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+        Effect.flatMap(Spans.enabled, (on) => {
+          if (!on) return effect
+          const method = TraceContext.method(request.method)
+          const template = found._tag === "Found" ? found.route.path : "unmatched"
+          return effect.pipe(
+            Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
+            Spans.withSpan(`${method} ${template}`, {
+              kind: "server",
+              captureStackTrace: false,
+              attributes: { "http.request.method": method, "http.route": template },
+              ...TraceContext.parentOption(request.headers),
+            }),
+          )
+        })
+
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = yield* Clock.currentTimeNanos
       const path = pathOf(request.url)
       const found = lookup(request.method, path)
       inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
-      const method = TraceContext.method(request.method)
-      const template = found._tag === "Found" ? found.route.path : "unmatched"
-      const trace = yield* TraceContext.continuing(request.headers)
       const response = yield* serve(request, found).pipe(
         Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
-        Effect.tap((response) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
-        Effect.withSpan(`${method} ${template}`, {
-          kind: "server",
-          captureStackTrace: false,
-          attributes: { "http.request.method": method, "http.route": template },
-          ...trace,
-        }),
+        traced(request, found),
         Effect.ensuring(
           Effect.flatMap(
             Ref.updateAndGet(active, (n) => n - 1),

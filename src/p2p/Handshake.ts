@@ -6,6 +6,7 @@
  */
 import type { Connection, Stream } from "@libp2p/interface"
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
+import * as Spans from "../layers/observability/Spans.js"
 import type { MeshTrust } from "../services/mesh/MeshHost.js"
 import type { Admissions, Tracked } from "./Admissions.js"
 import * as AuthProtocol from "./AuthProtocol.js"
@@ -95,9 +96,9 @@ export const answer = (deps: HandshakeDeps, stream: Stream, connection: Connecti
       Effect.zipRight(
         Effect.sync(() => stream.abort(new Error(reason))),
         refuse(deps, tracked, reason),
-      ).pipe(Effect.zipLeft(Effect.annotateCurrentSpan("mesh.handshake.refused", true))),
+      ).pipe(Effect.zipLeft(Spans.annotate("mesh.handshake.refused", true))),
     ),
-    Effect.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("listener", tracked.peerId)),
+    Spans.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("listener", tracked.peerId)),
   )
 }
 
@@ -127,9 +128,9 @@ export const initiate = (deps: HandshakeDeps, connection: Connection): Effect.Ef
   }).pipe(
     Effect.timeoutFail({ duration: DIALER_DEADLINE, onTimeout: () => "no answer within the deadline" }),
     Effect.catchAll((reason) =>
-      refuse(deps, tracked, reason).pipe(Effect.zipLeft(Effect.annotateCurrentSpan("mesh.handshake.refused", true))),
+      refuse(deps, tracked, reason).pipe(Effect.zipLeft(Spans.annotate("mesh.handshake.refused", true))),
     ),
-    Effect.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("dialer", tracked.peerId)),
+    Spans.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("dialer", tracked.peerId)),
   )
 }
 

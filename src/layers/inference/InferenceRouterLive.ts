@@ -24,6 +24,7 @@ import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 import * as Cooldowns from "./Cooldowns.js"
 import { deliver, UsageTap } from "./Delivery.js"
 import * as InferenceMetrics from "./InferenceMetrics.js"
@@ -213,11 +214,11 @@ export const layer = Layer.scoped(
               )
         const headAt = yield* Clock.currentTimeNanos
         const status = response.statusCode ?? 502
-        yield* Effect.annotateCurrentSpan("http.response.status_code", status)
+        yield* Spans.annotate("http.response.status_code", status)
         if (Inference.RETRYABLE_STATUSES.has(status)) return yield* Effect.fail<Failure>({ _tag: "Status", status })
         return { response, status, providerNanos: headAt - startedAt }
       }).pipe(
-        Effect.withSpan("inference.attempt", {
+        Spans.withSpan("inference.attempt", {
           kind: "client",
           captureStackTrace: false,
           attributes: {

@@ -39,6 +39,7 @@ import {
   MeshListenError,
   MeshStartError,
 } from "../../services/mesh/MeshHost.js"
+import * as Spans from "../observability/Spans.js"
 
 /** How long a gated request (stream, relay reservation) waits for its peer's handshake to end. */
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
@@ -201,7 +202,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           return yield* fail(`peer has role ${outcome.peer.role}, not ${role}`)
         }
         return outcome.peer
-      }).pipe(Effect.withSpan("mesh.dial", { kind: "client", captureStackTrace: false }))
+      }).pipe(Spans.withSpan("mesh.dial", { kind: "client", captureStackTrace: false }))
 
     /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
     const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
@@ -314,7 +315,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         })
         return { stream, connection: open }
       }).pipe(
-        Effect.withSpan("mesh.stream.open", {
+        Spans.withSpan("mesh.stream.open", {
           kind: "client",
           captureStackTrace: false,
           attributes: { "mesh.peer.id": peer, "mesh.protocol": protocol },

@@ -41,24 +41,27 @@ export const parseAttributes = (text: string): Record<string, string> => {
   return out
 }
 
-/** Spans exported from a provider of this layer's own; flushed when the layer's scope closes. */
-export const layer = (settings: TracingSettings): Layer.Layer<never> => {
-  const processor = new RedactingProcessor(
-    new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }), {
-      scheduledDelayMillis: Math.max(1, Duration.toMillis(settings.scheduleDelay)),
+/** Spans exported from a provider of this layer's own, made when the layer is built; flushed when its scope closes. */
+export const layer = (settings: TracingSettings): Layer.Layer<never> =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const processor = new RedactingProcessor(
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }), {
+          scheduledDelayMillis: Math.max(1, Duration.toMillis(settings.scheduleDelay)),
+        }),
+      )
+      const resource = OtelResource.layer({
+        serviceName: settings.serviceName,
+        serviceVersion: pkg.version,
+        attributes: settings.attributes,
+      })
+      return Layer.mergeAll(OtelTracer.layerWithoutOtelTracer, Layer.setTracerEnabled(true)).pipe(
+        Layer.provide(OtelTracer.layerTracer),
+        Layer.provide(NodeSdk.layerTracerProvider(processor, { shutdownTimeout: Duration.seconds(3) })),
+        Layer.provide(resource),
+      )
     }),
   )
-  const resource = OtelResource.layer({
-    serviceName: settings.serviceName,
-    serviceVersion: pkg.version,
-    attributes: settings.attributes,
-  })
-  return Layer.mergeAll(OtelTracer.layerWithoutOtelTracer, Layer.setTracerEnabled(true)).pipe(
-    Layer.provide(OtelTracer.layerTracer),
-    Layer.provide(NodeSdk.layerTracerProvider(processor, { shutdownTimeout: Duration.seconds(3) })),
-    Layer.provide(resource),
-  )
-}
 
 /** The settings from the standard environment, or none when tracing is off. */
 export const settingsFromConfig = (defaultServiceName: string) =>

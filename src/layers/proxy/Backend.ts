@@ -13,6 +13,7 @@ import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import * as Spans from "../observability/Spans.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
 
 export interface Target {
@@ -103,7 +104,7 @@ export const make = Effect.gen(function* () {
   /** Sends the request to the backend and streams the answer; completes when the peer's response has closed. */
   const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
     Effect.flatMap(TraceContext.current, (traceparent) => send(req, res, target, traceparent)).pipe(
-      Effect.withSpan("mesh.backend", {
+      Spans.withSpan("mesh.backend", {
         kind: "client",
         captureStackTrace: false,
         attributes: {

@@ -23,6 +23,7 @@ import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerIngress } from "../../services/proxy/PeerIngress.js"
 import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 import * as Backend from "./Backend.js"
 
 /**
@@ -183,7 +184,7 @@ export const layer = Layer.scoped(
         }
         const type = parseTarget(req.url ?? "/").type
         served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })
-        yield* Effect.annotateCurrentSpan("http.response.status_code", res.statusCode)
+        yield* Spans.annotate("http.response.status_code", res.statusCode)
       }).pipe(
         Effect.catchAllCause((cause) =>
           Effect.zipRight(
@@ -206,10 +207,11 @@ export const layer = Layer.scoped(
 
     /** One server span per request from a peer, continuing the trace the calling node's proxy span started. */
     const traced = <A, E>(req: IncomingMessage, effect: Effect.Effect<A, E>) =>
-      Effect.flatMap(TraceContext.continuing(req.headers), (trace) => {
+      Effect.flatMap(Spans.enabled, (on) => {
+        if (!on) return effect
         const target = parseTarget(req.url ?? "/")
         const type = Forwarding.isServiceType(target.type) ? target.type : "unknown"
-        return Effect.withSpan(effect, "mesh.ingress", {
+        return Spans.withSpan("mesh.ingress", {
           kind: "server",
           captureStackTrace: false,
           attributes: {
@@ -219,8 +221,8 @@ export const layer = Layer.scoped(
             "http.request.method": TraceContext.method(req.method ?? "GET"),
             ...(req.socket instanceof StreamSocket ? { "mesh.peer.id": req.socket.remotePeer.toString() } : {}),
           },
-          ...trace,
-        })
+          ...TraceContext.parentOption(req.headers),
+        })(effect)
       })
 
     // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.

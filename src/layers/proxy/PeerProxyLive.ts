@@ -25,6 +25,7 @@ import {
   type ProxyError,
   type ProxyRequest,
 } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 
 /** Statuses whose responses carry no body; a web Response refuses one. */
 const NULL_BODY = new Set([101, 204, 205, 304])
@@ -182,10 +183,10 @@ export const layer = Layer.effect(
           }),
         )
         response = yield* exchange(socket, request, yield* TraceContext.current)
-        yield* Effect.annotateCurrentSpan("http.response.status_code", response.statusCode ?? 0)
+        yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
         return response
       }).pipe(
-        Effect.withSpan("mesh.proxy", {
+        Spans.withSpan("mesh.proxy", {
           kind: "client",
           captureStackTrace: false,
           attributes: {
