@@ -23,102 +23,8 @@ import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { setPolicy } from "../support/admin.js"
 import { type OpenAiBackend, openAi } from "../support/openai.js"
+import { type Exported, type Receiver, receiver } from "../support/otlpReceiver.js"
 import { eventually, tcp } from "./support.js"
-
-/** One exported span, flattened with its service name. */
-interface Exported {
-  readonly service: string
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId: string
-  readonly name: string
-  readonly attributes: Readonly<Record<string, unknown>>
-}
-
-interface OtlpValue {
-  readonly stringValue?: string
-  readonly intValue?: number | string
-  readonly boolValue?: boolean
-  readonly doubleValue?: number
-}
-interface OtlpAttribute {
-  readonly key: string
-  readonly value: OtlpValue
-}
-interface OtlpExport {
-  readonly resourceSpans?: ReadonlyArray<{
-    readonly resource?: { readonly attributes?: ReadonlyArray<OtlpAttribute> }
-    readonly scopeSpans?: ReadonlyArray<{
-      readonly spans?: ReadonlyArray<{
-        readonly traceId: string
-        readonly spanId: string
-        readonly parentSpanId?: string
-        readonly name: string
-        readonly attributes?: ReadonlyArray<OtlpAttribute>
-      }>
-    }>
-  }>
-}
-
-const attributeValue = (v: OtlpValue): unknown => v.stringValue ?? v.intValue ?? v.boolValue ?? v.doubleValue
-
-/** A real OTLP/HTTP receiver (JSON encoding) on loopback: every span posted to `/v1/traces`, and every raw body. */
-const receiver = Effect.acquireRelease(
-  Effect.async<{
-    readonly url: string
-    readonly spans: Array<Exported>
-    readonly bodies: Array<string>
-    close(): void
-  }>((resume) => {
-    const spans: Array<Exported> = []
-    const bodies: Array<string> = []
-    const server = createServer((req, res) => {
-      const chunks: Array<Buffer> = []
-      req.on("data", (c: Buffer) => chunks.push(c))
-      req.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8")
-        if (req.method !== "POST" || req.url !== "/v1/traces" || !req.headers["content-type"]?.includes("json")) {
-          res.writeHead(415).end()
-          return
-        }
-        bodies.push(body)
-        const parsed = JSON.parse(body) as OtlpExport
-        for (const rs of parsed.resourceSpans ?? []) {
-          const service = rs.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue ?? "?"
-          for (const ss of rs.scopeSpans ?? []) {
-            for (const span of ss.spans ?? []) {
-              spans.push({
-                service,
-                traceId: span.traceId,
-                spanId: span.spanId,
-                parentSpanId: span.parentSpanId ?? "",
-                name: span.name,
-                attributes: Object.fromEntries((span.attributes ?? []).map((a) => [a.key, attributeValue(a.value)])),
-              })
-            }
-          }
-        }
-        res.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      resume(
-        Effect.succeed({
-          url: `http://127.0.0.1:${port}/v1/traces`,
-          spans,
-          bodies,
-          close: () => {
-            server.closeAllConnections()
-            server.close()
-          },
-        }),
-      )
-    })
-  }),
-  (r) => Effect.sync(() => r.close()),
-)
 
 /** A stateless MCP server with one `echo` tool, recording the `traceparent` of every request it gets. */
 const mcpBackend = (seen: Array<string>): Effect.Effect<{ readonly url: string }, never, Scope.Scope> =>
@@ -175,7 +81,7 @@ class Mesh extends Context.Tag("test/TracingMesh")<
     readonly a: NodeHarness.NodeHarness
     readonly b: NodeHarness.NodeHarness
     readonly bId: string
-    readonly collector: Effect.Effect.Success<typeof receiver>
+    readonly collector: Receiver
     readonly beta: OpenAiBackend
     readonly mcpSeen: Array<string>
   }
@@ -241,7 +147,7 @@ const closed = (spans: ReadonlyArray<Exported>, agentSpanId: string) => {
  * complete when every parent is in it and `complete` holds.
  */
 const traceOf = (
-  collector: Effect.Effect.Success<typeof receiver>,
+  collector: Receiver,
   agent: { readonly traceId: string; readonly spanId: string },
   complete: (spans: ReadonlyArray<Exported>) => boolean,
 ) =>

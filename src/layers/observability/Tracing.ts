@@ -1,9 +1,10 @@
 /**
  * OpenTelemetry tracing for every mesh process. Off unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
- * `OTEL_EXPORTER_OTLP_ENDPOINT` is set (and `OTEL_SDK_DISABLED` is not `true`): off, Effect's tracer is disabled, so
- * a span costs no more than a no-op. On, spans go to the endpoint as OTLP over HTTP (JSON) in batches, from a
- * provider of this layer's own (never the global one), with `service.name` from `OTEL_SERVICE_NAME`, else
- * `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes `Redaction` on its way out.
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` is set (and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`): off,
+ * Effect's tracer is disabled and our hot-path spans are skipped (`Spans.ts`). On, spans go to the endpoint as OTLP
+ * over HTTP (JSON) in batches, from a provider of this layer's own (never the global one), with `service.name` from
+ * `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes `Redaction` on its
+ * way out.
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelResource from "@effect/opentelemetry/Resource"
@@ -66,7 +67,9 @@ export const layer = (settings: TracingSettings): Layer.Layer<never> =>
 /** The settings from the standard environment, or none when tracing is off. */
 export const settingsFromConfig = (defaultServiceName: string) =>
   Effect.gen(function* () {
-    const disabled = yield* Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false))
+    const disabled =
+      (yield* Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false))) ||
+      (yield* Config.string("OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp"))).trim().toLowerCase() === "none"
     const traces = yield* Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
     const base = yield* Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT"))
     const endpoint = Option.orElse(traces, () => Option.map(base, (url) => `${url.replace(/\/+$/, "")}/v1/traces`))

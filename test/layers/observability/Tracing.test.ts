@@ -21,6 +21,8 @@ describe("Tracing settings", () => {
       expect(Option.isNone(yield* settings({ OTEL_SERVICE_NAME: "x", OTEL_RESOURCE_ATTRIBUTES: "a=b" }))).toBe(true)
       const disabled = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" }
       expect(Option.isNone(yield* settings(disabled))).toBe(true)
+      const none = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_TRACES_EXPORTER: "none" }
+      expect(Option.isNone(yield* settings(none))).toBe(true)
     }),
   )
 
