@@ -232,6 +232,51 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("tr
     }),
   )
 
+  it.effect("a remote tool call through A's MCP server is one trace: the tool's span on A, B's hop, the backend", () =>
+    Effect.gen(function* () {
+      const { a, bId, collector, mcpSeen } = yield* Mesh
+      const agent = agentSpan()
+      const result = yield* Effect.promise(async () => {
+        const client = new Client({ name: "agent", version: "1" })
+        const transport = new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), {
+          requestInit: {
+            headers: { "x-mesh-authentication": `Bearer ${a.apiToken}`, traceparent: agent.traceparent },
+          },
+        })
+        await client.connect(transport)
+        const answer = await client.callTool({
+          name: "call_remote_tool",
+          arguments: { peer_id: bId, tool_name: "mcp://tools/echo", arguments: { text: TOOL_ARGUMENT } },
+        })
+        await client.close()
+        return answer
+      })
+      expect(JSON.stringify(result)).toContain(TOOL_ARGUMENT)
+
+      const told = () => mcpSeen.map(parse).filter((p) => p.traceId === agent.traceId)
+      const spans = yield* traceOf(
+        collector,
+        agent,
+        (found) => told().length > 0 && told().every((p) => found.some((s) => s.spanId === p.spanId)),
+      )
+      expectOneTree(spans, agent.spanId)
+      const tool = spans.find((s) => s.name === "mcp.tool")
+      expect(tool).toMatchObject({ service: "node-a", attributes: { "mcp.tool.name": "call_remote_tool" } })
+      // The tool's span is under A's /mcp request, and B's hop is under the tool's span.
+      const byId = new Map(spans.map((s) => [s.spanId, s]))
+      expect(byId.get(tool?.parentSpanId ?? "")?.name).toBe("POST /mcp")
+      const ancestors = (span: Exported): Array<string> => {
+        const chain: Array<string> = []
+        for (let at = byId.get(span.parentSpanId); at !== undefined; at = byId.get(at.parentSpanId))
+          chain.push(at.spanId)
+        return chain
+      }
+      const ingress = spans.filter((s) => s.service === "node-b" && s.name === "mesh.ingress")
+      expect(ingress.length).toBeGreaterThan(0)
+      for (const span of ingress) expect(ancestors(span)).toContain(tool?.spanId)
+    }),
+  )
+
   it.effect("a remote chat completion is one trace across node A, node B and the provider", () =>
     Effect.gen(function* () {
       const { a, collector, beta } = yield* Mesh
