@@ -1,9 +1,9 @@
 /**
  * What mesh authentication costs on the wire: stream open + 1 KiB echo round trips between two authenticated
  * MeshHosts, directly and through a router's relay, next to bare libp2p peers with the same transports and services
- * but no handshake, gater or stream guard. Connection setup is measured for both on fresh connections, until the dial
- * resolves (for MeshHost: until both credentials verified) and until the first echo came back, and reported in the
- * notes.
+ * but no handshake, gater or stream guard. Connection setup is an entry of its own: fresh connections, from the dial
+ * until the first echo came back (for MeshHost the dial resolves once both credentials verified), with and without
+ * the handshake.
  */
 import { performance } from "node:perf_hooks"
 import { noise } from "@chainsafe/libp2p-noise"
@@ -34,7 +34,7 @@ const WARMUP = 300
 /** Measured round trips per setup, alternating one by one so that load from elsewhere hits both alike. */
 const ROUND_TRIPS = 3000
 /** libp2p accepts 5 inbound connections per second per host by default; setups are spaced to stay under it. */
-const SETUPS = 12
+const SETUPS = 41
 const SETUP_GAP_MS = 260
 
 /**
@@ -181,20 +181,33 @@ interface Setup {
   readonly firstEcho: number
 }
 
-/** Median setup times over SETUPS fresh connections, the first left out (it warms code paths up). */
-const setupTimes = async (connect: () => Promise<Connection>, disconnect: () => Promise<void>): Promise<Setup> => {
-  const connected: Array<number> = []
-  const firstEcho: Array<number> = []
+interface Dialer {
+  readonly connect: () => Promise<Connection>
+  readonly disconnect: () => Promise<void>
+}
+
+/**
+ * Setup times over SETUPS fresh connections per dialer, alternating one by one so that load from elsewhere hits both
+ * alike; the first of each is left out (it warms code paths up).
+ */
+const setupTimes = async (dialers: {
+  readonly bare: Dialer
+  readonly mesh: Dialer
+}): Promise<{ readonly bare: ReadonlyArray<Setup>; readonly mesh: ReadonlyArray<Setup> }> => {
+  const out = { bare: [] as Array<Setup>, mesh: [] as Array<Setup> }
   for (let i = 0; i < SETUPS; i++) {
-    await sleep(SETUP_GAP_MS)
-    const started = performance.now()
-    const connection = await connect()
-    connected.push(performance.now() - started)
-    await roundTrip(connection)
-    firstEcho.push(performance.now() - started)
-    await disconnect()
+    for (const kind of ["bare", "mesh"] as const) {
+      await sleep(SETUP_GAP_MS)
+      const started = performance.now()
+      const connection = await dialers[kind].connect()
+      const connected = performance.now() - started
+      await roundTrip(connection)
+      const firstEcho = performance.now() - started
+      await dialers[kind].disconnect()
+      if (i > 0) out[kind].push({ connected, firstEcho })
+    }
   }
-  return { connected: median(connected.slice(1)), firstEcho: median(firstEcho.slice(1)) }
+  return out
 }
 
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
@@ -213,17 +226,16 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
     await echoHandler(meshB.libp2p)
     const meshTarget = await meshAddress(meshB)
 
-    const bareSetup = await setupTimes(
-      () => bareA.dial(multiaddr(bareTarget)),
-      () => bareA.hangUp(bareB.peerId),
-    )
-    const meshSetup = await setupTimes(
-      async () => {
-        await quietly(meshA.dial(meshTarget))
-        return only(meshA.libp2p, meshB.libp2p)
+    const setups = await setupTimes({
+      bare: { connect: () => bareA.dial(multiaddr(bareTarget)), disconnect: () => bareA.hangUp(bareB.peerId) },
+      mesh: {
+        connect: async () => {
+          await quietly(meshA.dial(meshTarget))
+          return only(meshA.libp2p, meshB.libp2p)
+        },
+        disconnect: () => quietly(meshA.disconnect(meshB.peerId)),
       },
-      () => quietly(meshA.disconnect(meshB.peerId)),
-    )
+    })
     const direct = await compare(
       await bareA.dial(multiaddr(bareTarget)),
       await quietly(Effect.flatMap(meshA.dial(meshTarget), () => Effect.sync(() => only(meshA.libp2p, meshB.libp2p)))),
@@ -276,13 +288,24 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         notes: `median of ${samples.mesh.length} round trips (ratio = mesh / bare; lower is better); p99 ${p99(samples.mesh).toFixed(2)} ms vs bare ${p99(samples.bare).toFixed(2)} ms; ${notes}`,
       }
     }
+    const setupMesh = median(setups.mesh.map((x) => x.firstEcho))
+    const setupBare = median(setups.bare.map((x) => x.firstEcho))
     return [
       entry(
         "stream open + 1 KiB echo, direct",
         direct,
-        `connection setup, median of ${SETUPS - 1} fresh connections: dial resolved after ${meshSetup.connected.toFixed(1)} ms with the handshake vs ${bareSetup.connected.toFixed(1)} ms bare; first echo back after ${meshSetup.firstEcho.toFixed(1)} ms vs ${bareSetup.firstEcho.toFixed(1)} ms bare`,
+        "on a connection already set up (and, for mesh, authenticated)",
       ),
       entry("stream open + 1 KiB echo, via relay", relayed, "relayed (limited) connection through a router"),
+      {
+        name: "connection setup + first 1 KiB echo, direct",
+        figure: setupMesh,
+        unit: "ms",
+        baselineName: "bare libp2p (no handshake)",
+        baseline: setupBare,
+        ratio: setupMesh / setupBare,
+        notes: `median of ${setups.mesh.length} fresh connections each, alternating (ratio = with the mesh handshake / without); dial resolved after ${median(setups.mesh.map((x) => x.connected)).toFixed(1)} ms vs ${median(setups.bare.map((x) => x.connected)).toFixed(1)} ms bare; p99 ${p99(setups.mesh.map((x) => x.firstEcho)).toFixed(1)} ms vs ${p99(setups.bare.map((x) => x.firstEcho)).toFixed(1)} ms`,
+      },
     ]
   } finally {
     await Promise.all(bares.map((b) => Promise.resolve(b.stop()).catch(() => undefined)))

@@ -8,7 +8,7 @@ export const goals = {
   /** Refreshes per second as a share of the crypto-bound ceiling, and p99 with 100k nodes over p99 with 1k. */
   refresh: { sqlite: 0.7, postgres: 0.5, p99GrowthAt100k: 1.5 },
   /** /info and /keys throughput as a share of a bare node:http server answering the same bytes. */
-  infoKeys: { shareOfBare: 0.3 },
+  infoKeys: { shareOfBare: 0.5 },
   /** Stream open + 1 KiB echo between mesh hosts over the same between bare libp2p peers. */
   mesh: { overBare: 1.1 },
   /**

@@ -28,9 +28,11 @@ export interface LoadResult {
   readonly rps: number
   readonly p50Ms: number
   readonly p99Ms: number
+  /** Every measured latency, ascending, for pooling runs made side by side. */
+  readonly latencies: ReadonlyArray<number>
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
+export const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
   sorted.length === 0
     ? Number.NaN
     : (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN)
@@ -93,5 +95,6 @@ export const run = async (options: LoadOptions): Promise<LoadResult> => {
     rps: latencies.length / options.seconds,
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
+    latencies,
   }
 }

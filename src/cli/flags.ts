@@ -143,7 +143,7 @@ export const listenAddress = (name: string, options: { env: string; fallback: st
  */
 export const readSecret = (path: Option.Option<string>, env: string) =>
   Option.match(path, {
-    onSome: readSecretFile,
+    onSome: (file) => Effect.map(readSecretFile(file), Option.some),
     onNone: () =>
       Config.option(Config.string(env)).pipe(
         Effect.map(Option.flatMap((value) => nonEmpty(value.trim()))),
@@ -151,13 +151,24 @@ export const readSecret = (path: Option.Option<string>, env: string) =>
       ),
   })
 
-/** The trimmed content of a secret file; an unreadable file is a flag error naming the file, never its content. */
-export const readSecretFile = (file: string) =>
+/**
+ * The trimmed content of a secret file. An unreadable or empty file is a flag error naming the file, never its
+ * content: a path was given to supply a secret, and quietly running without one (an admin API turned off, a join
+ * without its token) would hide the mistake.
+ */
+export const readSecretFile = (file: string): Effect.Effect<Redacted.Redacted<string>, UsageError> =>
   Effect.tryPromise({
     try: () => readFile(file, "utf8"),
     catch: (cause) =>
       new UsageError({ message: `cannot read ${file}: ${(cause as NodeJS.ErrnoException).code ?? "error"}` }),
-  }).pipe(Effect.map((content) => nonEmpty(content.trim())))
+  }).pipe(
+    Effect.flatMap((content) =>
+      Option.match(nonEmpty(content.trim()), {
+        onNone: () => Effect.fail(new UsageError({ message: `${file} is empty: it must hold the secret` })),
+        onSome: Effect.succeed,
+      }),
+    ),
+  )
 
 /** A secret given directly (a flag or env value): Redacted from here on. */
 export const redact = (value: string): Redacted.Redacted<string> => Redacted.make(value.trim())

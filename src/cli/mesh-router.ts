@@ -66,7 +66,7 @@ export const meshRouter = Command.make("mesh-router", flags, (f) =>
     const listen = yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [RouterConfig.defaults.listen])
     const external = yield* Flag.repeatedOr(f.externalAddr, "MESH_EXTERNAL_ADDR", [])
     const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
-      ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
+      ? Option.some(yield* Flag.readSecretFile(f.bootstrapTokenPath.value))
       : Option.map(f.bootstrapToken, (t) => Flag.redact(t))
     const metricsAddress = Option.isSome(f.metricsAddr)
       ? Option.some(

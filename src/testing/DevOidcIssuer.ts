@@ -42,6 +42,8 @@ export interface DevOidcIssuer {
   readonly exportKeys: Effect.Effect<ReadonlyArray<JWK>>
   /** How many times the JWKS has been served, to test that verifiers cache it. */
   readonly jwksFetches: Effect.Effect<number>
+  /** Whether connections are served; when not, each is cut at once, as if the issuer were down. */
+  readonly setAnswering: (answering: boolean) => Effect.Effect<void>
 }
 
 export interface Options {
@@ -50,6 +52,8 @@ export interface Options {
   readonly defaultAudience?: string
   /** Private JWKs from `exportKeys`, so tokens signed before a restart stay valid. */
   readonly keys?: ReadonlyArray<JWK>
+  /** Start down (connections cut) until `setAnswering(true)`: an outage on an address that stays the issuer's. */
+  readonly answering?: boolean
 }
 
 const ALG = "ES256"
@@ -278,6 +282,11 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
       send(res, 404, { error: "not_found", message: "no such route" })
     })
 
+    let answering = options.answering ?? true
+    server.on("connection", (socket) => {
+      if (!answering) socket.destroy()
+    })
+
     yield* Effect.acquireRelease(
       Effect.async<void>((resume) => {
         server.listen(options.port ?? 0, options.host ?? "127.0.0.1", () => resume(Effect.void))
@@ -300,5 +309,9 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
       }),
       exportKeys: Effect.sync(() => keys.map((k) => k.privateJwk)),
       jwksFetches: Effect.sync(() => jwksFetches),
+      setAnswering: (on) =>
+        Effect.sync(() => {
+          answering = on
+        }),
     }
   })

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { runBin } from "../support/processes.js"
 
@@ -23,6 +26,19 @@ describe("mesh-control-plane command line", () => {
     expect(result.status).toBe(2)
     expect(lines(result.stderr)).toHaveLength(1)
     expect(result.stderr).toContain("--key-grace-period")
+  })
+
+  it("refuses an empty secret file instead of running without the secret", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mesh-cli-"))
+    try {
+      const file = join(dir, "admin-token")
+      writeFileSync(file, "\n", { mode: 0o600 })
+      const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--admin-token-path", file])
+      expect(result.status).toBe(2)
+      expect(lines(result.stderr)).toEqual([`mesh-control-plane: ${file} is empty: it must hold the secret`])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("refuses an unknown flag", () => {

@@ -32,7 +32,8 @@ const stop = (child: ChildProcess) =>
   })
 
 const poll = async <A>(what: string, attempt: () => Promise<A | undefined>): Promise<A> => {
-  for (let i = 0; i < 150; i++) {
+  // 30 s: a child process under tsx on a loaded machine takes seconds to start.
+  for (let i = 0; i < 300; i++) {
     const value = await attempt().catch(() => undefined)
     if (value !== undefined) return value
     await new Promise((r) => setTimeout(r, 100))
@@ -47,7 +48,9 @@ describe("mesh-router command line", () => {
     expect(result.stderr.trim()).toBe("mesh-router: --control-plane is required (or MESH_CONTROL_PLANE)")
   })
 
-  it("enrolls with a bootstrap token file, leases, serves metrics, and keeps its identity across restarts", async () => {
+  it("enrolls with a bootstrap token file, leases, serves metrics, and keeps its identity across restarts", {
+    timeout: 120_000,
+  }, async () => {
     const cpPort = await freePort()
     const cpUrl = `http://127.0.0.1:${cpPort}`
     start(
@@ -112,20 +115,26 @@ describe("mesh-router command line", () => {
     expect(readFileSync(join(routerDir, "credential.json"), "utf8")).not.toContain(minted.token)
 
     // Restarted without a token (it was single-use): same key, stored credential, same peer id.
+    const identityBefore = readFileSync(join(routerDir, "identity.json"), "utf8")
+    expect((JSON.parse(identityBefore) as { seed: string }).seed).toMatch(/^[0-9a-f]{64}$/)
     await stop(router)
     start(
       "mesh-router",
       args.filter((a, i) => a !== "--bootstrap-token-path" && args[i - 1] !== "--bootstrap-token-path"),
     )
-    await poll("restarted router serving metrics", async () =>
-      (await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).ok ? true : undefined,
-    )
-    const identity = JSON.parse(readFileSync(join(routerDir, "identity.json"), "utf8")) as { seed: string }
-    expect(identity.seed).toMatch(/^[0-9a-f]{64}$/)
+    // The restarted process's own counter: a lease it made with the stored credential, whose proof of possession
+    // only the enrolled key can sign (the previous process's lease would still be on /info for a while).
+    await poll("restarted router leasing", async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
+      const renewed = /^mesh_router_lease_renewals_total\{outcome="ok"\} (\d+)/m.exec(text)
+      return Number(renewed?.[1] ?? 0) >= 1 ? true : undefined
+    })
+    expect(readFileSync(join(routerDir, "identity.json"), "utf8")).toBe(identityBefore)
     const info = fromBinary(
       ControlPlaneInfoResponseSchema,
       new Uint8Array(await (await fetch(`${cpUrl}/info`)).arrayBuffer()),
     )
+    expect(info.routerAddresses.length).toBeGreaterThan(0)
     expect(info.routerAddresses.every((a) => a.endsWith(`/p2p/${peerId}`))).toBe(true)
   })
 })

@@ -241,6 +241,14 @@ describe("the other binaries stop", () => {
           "0",
           "--router-port",
           "0",
+          "--node-port",
+          "0",
+          "--node-b-port",
+          "0",
+          "--demo-mcp-port",
+          "0",
+          "--demo-inference-port",
+          "0",
         ])
         const url = yield* Effect.promise(() =>
           waitFor(

@@ -19,7 +19,6 @@ describePostgres("two control planes on one database", (url) => {
       const database = yield* TestDatabase.postgresSchema(url)
       const settings = { database, keyRotationInterval: Duration.hours(24), keyGracePeriod: Duration.hours(1) }
       const [a, b] = yield* Effect.all([Harness.make(settings), Harness.make(settings)], { concurrency: 2 })
-      if (a === undefined || b === undefined) return
 
       const sameKeys = Effect.zip(listKeys(a.url), listKeys(b.url))
       const [startA, startB] = yield* sameKeys
@@ -36,11 +35,9 @@ describePostgres("two control planes on one database", (url) => {
         expect(keysB).toEqual(keysA)
       }
       const sql = Context.get(a.context, SqlClient.SqlClient)
-      const [made] = yield* sql<{ n: number }>`SELECT MAX(id) - MIN(id) + 1 AS n FROM signing_keys`.pipe(
-        Effect.zipRight(sql<{ n: number }>`SELECT MAX(id) AS n FROM signing_keys`),
-      )
+      const [newest] = yield* sql<{ n: number }>`SELECT MAX(id) AS n FROM signing_keys`
       // Ids are a sequence: four keys made in all, the first and one per interval.
-      expect(made?.n).toBe(startA[0] === undefined ? -1 : startA[0].id + 3)
+      expect(Number(newest?.n)).toBe((startA[0]?.id ?? Number.NaN) + 3)
     }),
   )
 })

@@ -5,15 +5,9 @@ import { multiaddr } from "@multiformats/multiaddr"
 import { Effect } from "effect"
 import * as lp from "it-length-prefixed"
 import { DHT_PROTOCOL } from "../../src/p2p/Libp2pHost.js"
-import { type CredentialKind, makeTrust, startPeer, type TestPeer, waitUntil } from "./fixtures.js"
+import { type CredentialKind, findNode, makeTrust, startPeer, type TestPeer, waitUntil } from "./fixtures.js"
 
 const ECHO = "/mesh/test/echo/1.0.0"
-
-/** A kad FIND_NODE request for `target`, encoded by hand (type = 4, key = the peer id multihash). */
-const findNode = (target: string): Uint8Array => {
-  const key = peerIdFromString(target).toMultihash().bytes
-  return Uint8Array.from([0x08, 0x04, 0x12, key.length, ...key])
-}
 
 /** Sends one length-prefixed request and reads one answer; undefined when the stream ends or is cut first. */
 const exchange = async (stream: Stream, request: Uint8Array): Promise<Uint8Array | undefined> => {

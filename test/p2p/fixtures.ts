@@ -2,6 +2,7 @@
  * Mesh peers for tests: a control-plane signing key, credentials minted with it, a trust the test can change, and
  * real hosts on 127.0.0.1 with ephemeral ports.
  */
+import { peerIdFromString } from "@libp2p/peer-id"
 import { Clock, Effect, type Scope } from "effect"
 import * as Biscuit from "../../src/crypto/Biscuit.js"
 import * as Ed25519 from "../../src/crypto/Ed25519.js"
@@ -90,3 +91,9 @@ export const waitUntil = (
     }
     return yield* Effect.dieMessage(`condition not reached within ${timeoutMs} ms: ${what}`)
   })
+
+/** A kad FIND_NODE request for `target`, encoded by hand (type = 4, key = the peer id multihash). */
+export const findNode = (target: string): Uint8Array => {
+  const key = peerIdFromString(target).toMultihash().bytes
+  return Uint8Array.from([0x08, 0x04, 0x12, key.length, ...key])
+}

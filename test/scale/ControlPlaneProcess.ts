@@ -37,6 +37,8 @@ export interface Options {
   readonly env?: Readonly<Record<string, string>>
   /** The port to listen on, to restart on the address clients already use; default: one the OS picks. */
   readonly port?: number
+  /** false: no `--db-dsn` flag, so the DSN comes from MESH_DB_DSN or `--db-dsn-path` as an operator gives it. */
+  readonly dsnFlag?: boolean
 }
 
 export interface ControlPlaneProcess {
@@ -93,8 +95,7 @@ export const start = (options: Options): Effect.Effect<ControlPlaneProcess, Erro
       `127.0.0.1:${options.port ?? 0}`,
       "--db-driver",
       options.database.driver,
-      "--db-dsn",
-      Redacted.value(options.database.dsn),
+      ...(options.dsnFlag === false ? [] : ["--db-dsn", Redacted.value(options.database.dsn)]),
       "--log-level",
       "info",
       ...(options.flags ?? []),

@@ -15,6 +15,7 @@ import { describePostgres } from "../support/databases.js"
 import * as PostgresCluster from "../support/PostgresCluster.js"
 import * as ControlPlaneProcess from "./ControlPlaneProcess.js"
 import * as Db from "./Database.js"
+import * as Forwarder from "./Forwarder.js"
 import { admin, attempt, errorBody, type MintedToken, mintToken, type Outcome, poll, text } from "./Requests.js"
 
 const UNAVAILABLE = { error: "unavailable", message: "database unavailable" }
@@ -40,6 +41,8 @@ const enrollmentsSurviveKill = (database: DatabaseConfig) =>
     const flags = ["--auto-approve-enrollment"]
     const first = yield* ControlPlaneProcess.start({ database, flags })
     const token = yield* mintToken(first, { max_usages: MAX_USAGES })
+    // The address the clients use, which stays theirs across the crash.
+    const front = yield* Forwarder.make(first.port)
 
     let answered = 0
     const killNow = yield* Deferred.make<void>()
@@ -49,7 +52,7 @@ const enrollmentsSurviveKill = (database: DatabaseConfig) =>
         const failures: Array<string> = []
         const deadline = Date.now() + 90_000
         for (;;) {
-          const outcome = yield* attempt(MeshClient.enroll(first.url, peer, token.token))
+          const outcome = yield* attempt(MeshClient.enroll(front.url, peer, token.token))
           if (outcome._tag === "answer" && outcome.value.status < 500) {
             if (++answered === KILL_AFTER_ANSWERS) yield* Deferred.succeed(killNow, undefined)
             return { peer, answer: outcome.value, failures } satisfies ClientResult
@@ -74,7 +77,8 @@ const enrollmentsSurviveKill = (database: DatabaseConfig) =>
     const answeredBeforeKill = answered
 
     // Same database, same address: the clients keep retrying where they were.
-    const second = yield* ControlPlaneProcess.start({ database, flags, port: first.port })
+    const second = yield* ControlPlaneProcess.start({ database, flags })
+    yield* front.target(second.port)
     const results = yield* Fiber.join(clients)
 
     // The crash happened in the middle: some clients were answered before it, some had to retry across it.
@@ -422,8 +426,11 @@ describe("control plane on a sqlite file that another writer holds locked [sqlit
         const writer = yield* lockingWriter(database)
 
         const blocked = yield* Effect.fork(attempt(mint(cp), Duration.seconds(15)))
-        // Long enough for the mint to reach the database and wait there (it would otherwise answer in milliseconds).
-        yield* Effect.sleep(Duration.millis(300))
+        // The process says when a statement starts waiting for the lock: from then on the mint waits at the database.
+        yield* poll(cp.output, (text) => text.includes("sqlite database is locked by another writer; waiting"), {
+          what: "the mint waiting for the sqlite lock",
+          timeout: Duration.seconds(15),
+        })
         const [healthz, keys] = yield* Effect.all(
           [attempt(MeshClient.request(`${cp.url}/healthz`)), attempt(MeshClient.request(`${cp.url}/keys`))],
           { concurrency: 2 },

@@ -178,29 +178,24 @@ describePostgres("three control-plane processes on one database", (url) => {
         const options = { database, flags: ["--key-rotation-interval", "3s", "--key-grace-period", "1s"] }
         const replicas = yield* ControlPlaneProcess.startAll([options, options, options])
 
-        const firstMadeAt = yield* poll(
-          Effect.sync(() => made.get(Math.min(...made.keys()))),
-          (at) => at !== undefined,
-          { what: "the first signing key", timeout: Duration.seconds(5) },
+        // Three rotations after the first key, however long a loaded machine takes to make them. A rotation is
+        // due an interval after the previous one was made, so load only makes intervals longer; no bound on how
+        // many keys a stretch of wall time holds.
+        yield* poll(
+          Effect.map(sample, () => made.size),
+          (n) => n >= 4,
+          { what: "four signing keys", timeout: Duration.seconds(60), interval: Duration.millis(200) },
         )
-        if (firstMadeAt === undefined) return
-        // Wait until the middle of the fourth interval (about 10 s after the first key), away from a boundary.
-        yield* Effect.sleep(Duration.millis(Math.max(0, firstMadeAt + 3.5 * INTERVAL_MS - Date.now())))
-
-        yield* sample
-        const elapsed = Date.now() - firstMadeAt
         const ids = [...made.keys()].sort((x, y) => x - y)
-        const expected = Math.floor(elapsed / INTERVAL_MS) + 1
         // Ids come from a sequence: the keys made are 1..n, and the sampler saw every one of them.
         expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => i + 1))
-        expect(
-          Math.abs(ids.length - expected),
-          `${ids.length} keys made in ${elapsed} ms, ${expected} expected`,
-        ).toBeLessThanOrEqual(1)
+        // Once per interval for the whole set: two replicas winning the same interval would make two keys at about
+        // the same moment. Keys are made no sooner than an interval after the previous one (the due time is the
+        // previous key's time plus the interval; the processes share the machine's clock).
         const times = ids.map((id) => made.get(id) ?? Number.NaN)
         const gaps = times.slice(1).map((t, i) => t - (times[i] ?? Number.NaN))
         for (const gap of gaps)
-          expect(gap, `gaps between key creations: ${gaps.join(", ")} ms`).toBeGreaterThanOrEqual(2_500)
+          expect(gap, `gaps between key creations: ${gaps.join(", ")} ms`).toBeGreaterThanOrEqual(INTERVAL_MS)
 
         // Between rotations every replica serves the same key ids, ending with the newest key in the database.
         yield* poll(
@@ -210,7 +205,8 @@ describePostgres("three control-plane processes on one database", (url) => {
           ]),
           ([served, { newest }]) =>
             new Set(served).size === 1 && (served[0] ?? "").split(",").at(-1) === String(newest),
-          { what: "the same key ids on every replica's /keys", timeout: Duration.seconds(INTERVAL_MS / 1000) },
+          // Retried across rotations until one moment finds every replica up to date; generous for a loaded machine.
+          { what: "the same key ids on every replica's /keys", timeout: Duration.seconds(60) },
         )
       }),
     120_000,

@@ -29,7 +29,7 @@ export const resolveDatabase = (flags: {
   readonly dbDsnPath: Option.Option<string>
 }): Effect.Effect<DatabaseConfig, UsageError> =>
   Option.match(flags.dbDsnPath, {
-    onSome: Flag.readSecretFile,
+    onSome: (file) => Effect.map(Flag.readSecretFile(file), Option.some),
     onNone: () => Effect.succeed(Option.some(Redacted.make(flags.dbDsn))),
   }).pipe(
     Effect.flatMap((resolved) => {

@@ -40,7 +40,7 @@ export const join = Command.make("join", flags, (f) =>
       onRight: Effect.succeed,
     })
     const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
-      ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
+      ? Option.some(yield* Flag.readSecretFile(f.bootstrapTokenPath.value))
       : Option.none()
     const membership = MembershipLive.layer({
       role: f.role,

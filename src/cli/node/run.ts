@@ -135,7 +135,7 @@ export const settingsFromFlags = (f: Flags) =>
       apiTokenPath: token.path,
       syncInterval: f.syncInterval,
       bootstrapToken: Option.isSome(f.bootstrapTokenPath)
-        ? yield* Flag.readSecretFile(f.bootstrapTokenPath.value)
+        ? Option.some(yield* Flag.readSecretFile(f.bootstrapTokenPath.value))
         : Option.none(),
       jwtPath: f.jwtPath,
       file,

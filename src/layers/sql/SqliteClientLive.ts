@@ -59,8 +59,8 @@ export const make = (
         catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
       })
 
-    const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
-      Effect.suspend(() => {
+    const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) => {
+      const attempt = Effect.suspend(() => {
         try {
           if (statement.reader) return Effect.succeed(statement.all(...params) as ReadonlyArray<unknown>)
           const result = statement.run(...params)
@@ -68,11 +68,18 @@ export const make = (
         } catch (cause) {
           return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
         }
-      }).pipe(
-        Effect.retry({ schedule: busyRetry, while: isBusy }),
+      })
+      return attempt.pipe(
+        // Said once per statement, not per retry: an operator sees why requests are slow or refused with 503.
+        Effect.catchIf(isBusy, () =>
+          Effect.logInfo("sqlite database is locked by another writer; waiting").pipe(
+            Effect.zipRight(Effect.retry(attempt, { schedule: busyRetry, while: isBusy })),
+          ),
+        ),
         // Another process releases its lock in real time, whatever clock the caller runs under (a test clock too).
         Effect.withClock(realClock),
       )
+    }
 
     const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
       Effect.flatMap(prepare(sql), (statement) => runStatement(statement, params, raw))

@@ -129,9 +129,10 @@ describe("ModelRegistry", () => {
         yield* Ref.set(providers, new Map([["p1", ["m1", "m2"]]]))
         yield* TestClock.adjust(Duration.seconds(31))
         expect(ids(yield* registry.kept)).toEqual(["p1:m1"])
-        // The background fetch runs on its own fiber, reading its answers on the event loop.
-        for (let i = 0; i < 100 && (yield* searches) < 2; i++) yield* settle
-        for (let i = 0; i < 100 && ids(yield* registry.kept).length < 2; i++) yield* settle
+        // The background fetch runs on its own fiber, reading its answers on the event loop: polled until it has
+        // landed (up to 10 s, for a loaded machine), then asserted.
+        for (let i = 0; i < 2000 && (yield* searches) < 2; i++) yield* settle
+        for (let i = 0; i < 2000 && ids(yield* registry.kept).length < 2; i++) yield* settle
         expect(ids(yield* registry.kept)).toEqual(["p1:m1", "p1:m2"])
         expect(yield* searches).toBe(2)
         const now = yield* TestClock.currentTimeMillis
