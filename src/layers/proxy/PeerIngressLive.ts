@@ -216,8 +216,10 @@ export const layer = Layer.scoped(
           captureStackTrace: false,
           attributes: {
             "mesh.service.type": type,
-            // An unknown type's name is whatever the caller wrote: only a known type's name is recorded.
-            ...(type === "unknown" ? {} : { "mesh.service.name": target.name.slice(0, 64) }),
+            // Only a well-formed name: anything else is whatever the caller wrote, and is refused.
+            ...(Either.isRight(Forwarding.checkService(target.type, target.name))
+              ? { "mesh.service.name": target.name }
+              : {}),
             "http.request.method": TraceContext.method(req.method ?? "GET"),
             ...(req.socket instanceof StreamSocket ? { "mesh.peer.id": req.socket.remotePeer.toString() } : {}),
           },

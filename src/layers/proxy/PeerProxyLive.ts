@@ -120,6 +120,9 @@ export const layer = Layer.effect(
         if (Either.isLeft(Either.try(() => peerIdFromString(request.peerId)))) {
           return yield* new BadRequest({ message: "not a peer id" })
         }
+        // Recorded once checked: before, they are whatever the local client wrote.
+        yield* Spans.annotate("mesh.service.name", request.name)
+        yield* Spans.annotate("mesh.peer.id", request.peerId)
         if (request.requiredLabels !== undefined && Object.keys(request.requiredLabels).length === 0) {
           return yield* new BadRequest({ message: "X-Mesh-Required-Labels names no label" })
         }
@@ -190,9 +193,7 @@ export const layer = Layer.effect(
           kind: "client",
           captureStackTrace: false,
           attributes: {
-            "mesh.peer.id": request.peerId,
             "mesh.service.type": request.type,
-            "mesh.service.name": request.name,
             "http.request.method": TraceContext.method(request.method),
           },
         }),
