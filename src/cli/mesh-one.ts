@@ -19,6 +19,7 @@ import * as DemoMcpServer from "../demo/DemoMcpServer.js"
 import { NODE_ROLE, ROUTER_ROLE } from "../domain/Policy.js"
 import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
 import * as Logging from "../layers/Logging.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import { BootstrapTokens } from "../services/enrollment/BootstrapTokens.js"
 import { MeshHost } from "../services/mesh/MeshHost.js"
@@ -226,7 +227,7 @@ export const meshOne = Command.make("mesh-one", flags, (options) =>
       )
       return yield* Effect.never
     }),
-  ).pipe(Effect.provide(Logging.layerFromConfig(options.logLevel))),
+  ).pipe(Effect.provide(Layer.merge(Logging.layerFromConfig(options.logLevel), Tracing.fromConfig("mesh-one")))),
 ).pipe(
   Command.withDescription(
     "Run a development mesh on this machine: control plane, router, OIDC issuer, and two nodes with demo services.",

@@ -3,6 +3,7 @@ import { Command } from "@effect/cli"
 import { Effect, Either, Layer, Option } from "effect"
 import * as RouterConfig from "../config/RouterConfig.js"
 import * as Logging from "../layers/Logging.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import * as Flag from "./flags.js"
 import { UsageError } from "./run.js"
@@ -91,5 +92,5 @@ export const meshRouter = Command.make("mesh-router", flags, (f) =>
       Effect.annotateLogs({ control_plane: controlPlaneUrl, listen: settings.listen.join(",") }),
     )
     return yield* Layer.launch(RouterLive.layer(settings))
-  }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
+  }).pipe(Effect.provide(Layer.merge(Logging.layerFromConfig(f.logLevel), Tracing.fromConfig("mesh-router")))),
 ).pipe(Command.withDescription("A mesh router: relay, DHT server and gossip hub for authenticated peers."))

@@ -11,8 +11,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
 import type { ListenOptions } from "node:net"
 import type { Duplex } from "node:stream"
+import { HttpMiddleware } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
+import * as TraceContext from "./TraceContext.js"
 
 export interface ListenerOptions {
   /** How long a client may take to send a whole request, headers and body. */
@@ -124,7 +126,7 @@ export const serve = <E, R>(
     Effect.sync(() => {
       const server = makeServer(options)
       return Layer.scopedDiscard(Effect.addFinalizer(() => drain(server, options.shutdownGrace))).pipe(
-        Layer.provideMerge(app),
+        Layer.provideMerge(HttpMiddleware.withTracerDisabledWhen(app, TraceContext.platformSpansOff)),
         Layer.provideMerge(NodeHttpServer.layer(() => server, listen)),
       )
     }),

@@ -2,11 +2,14 @@
  * The middleware around every control-plane route. It decides which route a request is for (`RouteTable`) and
  * answers 404 itself when there is none, so the router only ever sees requests that every check below recognised;
  * then it refuses bodies no route reads, applies the enrollment rate limit, renders failures into the one error body,
- * marks operator and user answers no-store, and counts and times each request by route pattern and status.
+ * marks operator and user answers no-store, and counts and times each request by route pattern and status. Each
+ * request is one server span named by method and route pattern (never the raw path), continuing the caller's
+ * `traceparent`.
  */
 import {
   FileSystem,
   HttpApiBuilder,
+  type HttpApp,
   HttpIncomingMessage,
   HttpServerRequest,
   HttpServerResponse,
@@ -14,11 +17,13 @@ import {
 import { Clock, Effect, Option } from "effect"
 import { ControlPlaneConfig } from "../config/ControlPlaneConfig.js"
 import { RateLimited } from "../domain/Errors.js"
+import * as Spans from "../layers/observability/Spans.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { RateLimiter } from "../services/operations/RateLimiter.js"
 import { ControlPlaneApi } from "./Api.js"
 import * as ErrorResponse from "./ErrorResponse.js"
 import * as RouteTable from "./RouteTable.js"
+import * as TraceContext from "./TraceContext.js"
 
 /** The encodings our routes read; anything else (forms, multipart) is refused before a parser touches it. */
 const BODY_TYPES = new Set(["application/json", "application/x-protobuf", "application/octet-stream"])
@@ -77,34 +82,51 @@ export const layer = HttpApiBuilder.middleware(
                 ),
           )
         : Effect.succeed(undefined)
-    return (app) =>
-      Effect.gen(function* () {
+    return (app: HttpApp.Default) => {
+      const serve = Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
         const route = routes.resolve(request.method, request.url) ?? UNMATCHED
-        const refused =
-          route === UNMATCHED
-            ? ErrorResponse.body(404, "not_found", "no such route")
-            : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
-        let response =
-          refused ??
-          (yield* app.pipe(
-            HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(maxBody))),
-            Effect.catchAllCause(ErrorResponse.fromCause),
-          ))
-        // Operator and user answers carry secrets (token values) or personal data: never cache them.
-        if (
-          (route.startsWith("/admin/") || route.startsWith("/user/")) &&
-          response.headers["cache-control"] === undefined
-        ) {
-          response = HttpServerResponse.setHeader(response, "cache-control", "no-store")
-        }
-        if (!UNCOUNTED.has(route)) {
-          const elapsed = Number((yield* Clock.currentTimeNanos) - started) / 1e9
-          requests.inc({ route, code: String(response.status) })
-          latency.observe({ route }, elapsed)
-        }
-        return response
+        const handled = handle(request, route, started)
+        if (!(yield* Spans.enabled)) return yield* handled
+        const method = TraceContext.method(request.method)
+        return yield* handled.pipe(
+          Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
+          Spans.withSpan(`${method} ${route}`, {
+            kind: "server",
+            captureStackTrace: false,
+            attributes: { "http.request.method": method, "http.route": route },
+            ...TraceContext.parentOption(request.headers),
+          }),
+        )
       })
+      const handle = (request: HttpServerRequest.HttpServerRequest, route: string, started: bigint) =>
+        Effect.gen(function* () {
+          const refused =
+            route === UNMATCHED
+              ? ErrorResponse.body(404, "not_found", "no such route")
+              : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
+          let response =
+            refused ??
+            (yield* app.pipe(
+              HttpIncomingMessage.withMaxBodySize(Option.some(FileSystem.Size(maxBody))),
+              Effect.catchAllCause(ErrorResponse.fromCause),
+            ))
+          // Operator and user answers carry secrets (token values) or personal data: never cache them.
+          if (
+            (route.startsWith("/admin/") || route.startsWith("/user/")) &&
+            response.headers["cache-control"] === undefined
+          ) {
+            response = HttpServerResponse.setHeader(response, "cache-control", "no-store")
+          }
+          if (!UNCOUNTED.has(route)) {
+            const elapsed = Number((yield* Clock.currentTimeNanos) - started) / 1e9
+            requests.inc({ route, code: String(response.status) })
+            latency.observe({ route }, elapsed)
+          }
+          return response
+        })
+      return serve
+    }
   }),
 )

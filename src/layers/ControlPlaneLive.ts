@@ -75,11 +75,11 @@ export const services = (settings: ControlPlaneSettings) =>
   )
 
 /**
- * The whole control plane, serving HTTP on the configured address. Spans are off: nothing exports them yet, and
- * recording one per request, query and service call costs more than a signature check.
+ * The whole control plane, serving HTTP on the configured address. Whoever runs it provides tracing
+ * (`observability/Tracing.ts`): off, spans are no-ops.
  */
 export const layer = (settings: ControlPlaneSettings) =>
   Server.layer(settings.bindAddress, {
     requestTimeout: settings.requestTimeout,
     shutdownGrace: settings.shutdownGrace,
-  }).pipe(Layer.provideMerge(services(settings)), Layer.provide(Layer.setTracerEnabled(false)))
+  }).pipe(Layer.provideMerge(services(settings)))

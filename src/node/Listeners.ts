@@ -8,12 +8,13 @@
 import { chmodSync, existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs"
 import type { Server } from "node:http"
 import type { ListenOptions } from "node:net"
-import type { HttpServer } from "@effect/platform"
+import { HttpMiddleware, type HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Data, Effect, Layer, Option } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { NodeConfig } from "../config/NodeConfig.js"
 import * as Listener from "../http/Listener.js"
+import * as TraceContext from "../http/TraceContext.js"
 import * as App from "./App.js"
 import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
 
@@ -56,7 +57,9 @@ export const layer = Layer.scoped(
         const http = yield* NodeHttpServer.make(() => server, listen).pipe(
           Effect.mapError((error) => new ListenError({ reason: `${what}: ${String(error.cause)}` })),
         )
-        yield* http.serve(Effect.provideService(app, ListenerTag, info))
+        yield* http
+          .serve(Effect.provideService(app, ListenerTag, info))
+          .pipe(HttpMiddleware.withTracerDisabledWhenEffect(TraceContext.platformSpansOff))
         yield* Effect.addFinalizer(() => Listener.drain(server, Listener.defaults.shutdownGrace))
         return http.address
       })

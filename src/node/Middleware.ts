@@ -2,7 +2,8 @@
  * The path of every request through the node's local API: find its route in the table (404/405 otherwise), check
  * what the caller presented for the route's access on this listener (401 missing, 403 wrong, 403 for evidence over
  * plain TCP), hold back routes that need the mesh until the node is connected (503), run the handler, render any
- * failure as the one error body, and count and time the request by route label.
+ * failure as the one error body, and count and time the request by route label. Each request is one server span
+ * named by method and route pattern, continuing the caller's `traceparent`.
  */
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Ref } from "effect"
@@ -15,6 +16,8 @@ import {
   Unavailable,
 } from "../domain/Errors.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
+import * as TraceContext from "../http/TraceContext.js"
+import * as Spans from "../layers/observability/Spans.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
@@ -153,6 +156,25 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
         )
       })
 
+    /** One server span per request, named by method and route pattern, while tracing is on. */
+    const traced =
+      (request: HttpServerRequest.HttpServerRequest, found: ReturnType<typeof lookup>) =>
+      <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+        Effect.flatMap(Spans.enabled, (on) => {
+          if (!on) return effect
+          const method = TraceContext.method(request.method)
+          const template = found._tag === "Found" ? found.route.path : "unmatched"
+          return effect.pipe(
+            Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
+            Spans.withSpan(`${method} ${template}`, {
+              kind: "server",
+              captureStackTrace: false,
+              attributes: { "http.request.method": method, "http.route": template },
+              ...TraceContext.parentOption(request.headers),
+            }),
+          )
+        })
+
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
       const started = yield* Clock.currentTimeNanos
@@ -161,6 +183,7 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
       const response = yield* serve(request, found).pipe(
         Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
+        traced(request, found),
         Effect.ensuring(
           Effect.flatMap(
             Ref.updateAndGet(active, (n) => n - 1),

@@ -6,6 +6,7 @@
  */
 import type { Connection, Stream } from "@libp2p/interface"
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
+import * as Spans from "../layers/observability/Spans.js"
 import type { MeshTrust } from "../services/mesh/MeshHost.js"
 import type { Admissions, Tracked } from "./Admissions.js"
 import * as AuthProtocol from "./AuthProtocol.js"
@@ -95,10 +96,19 @@ export const answer = (deps: HandshakeDeps, stream: Stream, connection: Connecti
       Effect.zipRight(
         Effect.sync(() => stream.abort(new Error(reason))),
         refuse(deps, tracked, reason),
-      ),
+      ).pipe(Effect.zipLeft(Spans.annotate("mesh.handshake.refused", true))),
     ),
+    Spans.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("listener", tracked.peerId)),
   )
 }
+
+/** The span of one handshake: which side, and the remote peer (never a credential). */
+const HANDSHAKE_SPAN = (side: "dialer" | "listener", peerId: string) =>
+  ({
+    kind: side === "dialer" ? "client" : "server",
+    captureStackTrace: false,
+    attributes: { "mesh.handshake.side": side, "mesh.peer.id": peerId },
+  }) as const
 
 /** Dialer side: run on every outbound connection as soon as it opens. */
 export const initiate = (deps: HandshakeDeps, connection: Connection): Effect.Effect<void> => {
@@ -117,7 +127,10 @@ export const initiate = (deps: HandshakeDeps, connection: Connection): Effect.Ef
     deps.admitted(connection)
   }).pipe(
     Effect.timeoutFail({ duration: DIALER_DEADLINE, onTimeout: () => "no answer within the deadline" }),
-    Effect.catchAll((reason) => refuse(deps, tracked, reason)),
+    Effect.catchAll((reason) =>
+      refuse(deps, tracked, reason).pipe(Effect.zipLeft(Spans.annotate("mesh.handshake.refused", true))),
+    ),
+    Spans.withSpan("mesh.auth.handshake", HANDSHAKE_SPAN("dialer", tracked.peerId)),
   )
 }
 

@@ -11,6 +11,7 @@ import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, t
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "../http/Api.js"
 import * as ControlPlaneLive from "../layers/ControlPlaneLive.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 
 export interface ControlPlaneHarness {
   /** Base URL, `http://127.0.0.1:<port>`. */
@@ -35,13 +36,19 @@ export const client = (url: string, bearer?: string) =>
 
 export type ControlPlaneClient = Effect.Effect.Success<ReturnType<typeof client>>
 
-export type Overrides = Partial<ControlPlaneConfig.ControlPlaneSettings>
+export type Overrides = Partial<ControlPlaneConfig.ControlPlaneSettings> & {
+  /** Tracing for this control plane (`Tracing.layer`); off by default. */
+  readonly tracing?: Layer.Layer<never>
+}
 
 export const DEFAULT_ISSUER = "http://127.0.0.1:1/unused-issuer"
 export const DEFAULT_ADMIN_TOKEN = "harness-admin-token"
 
 /** Starts a control plane for the life of the scope. */
-export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarness, unknown, Scope.Scope> =>
+export const make = ({
+  tracing = Tracing.off,
+  ...overrides
+}: Overrides = {}): Effect.Effect<ControlPlaneHarness, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const adminToken = Option.getOrElse(overrides.adminToken ?? Option.none(), () => Redacted.make(DEFAULT_ADMIN_TOKEN))
     const settings = ControlPlaneConfig.make({
@@ -59,6 +66,7 @@ export const make = (overrides: Overrides = {}): Effect.Effect<ControlPlaneHarne
     const context = yield* Layer.build(
       ControlPlaneLive.layer(settings).pipe(
         Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning)),
+        Layer.provide(tracing),
       ),
     )
     const server = Context.get(context, HttpServer.HttpServer)

@@ -12,6 +12,7 @@ import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, S
 import * as NodeConfig from "../config/NodeConfig.js"
 import type * as NodeFile from "../domain/NodeFile.js"
 import * as NodeLive from "../layers/NodeLive.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 import { LocalApi } from "../node/Listeners.js"
 import { NodeLifecycle, type NodeLifecycleService } from "../services/node/NodeLifecycle.js"
 import type { ControlPlaneHarness } from "./ControlPlaneHarness.js"
@@ -37,6 +38,8 @@ export interface Options {
   readonly enroll?: boolean
   readonly overrides?: Partial<NodeConfig.NodeSettings>
   readonly logLevel?: LogLevel.LogLevel
+  /** Tracing for this node (`Tracing.layer`); off by default. */
+  readonly tracing?: Layer.Layer<never>
 }
 
 /** A node-role bootstrap token minted through the operator API. */
@@ -83,7 +86,10 @@ export const make = (
       ...options.overrides,
     })
     const context = yield* Layer.build(
-      NodeLive.layer(settings).pipe(Layer.provide(Logger.minimumLogLevel(options.logLevel ?? LogLevel.Warning))),
+      NodeLive.layer(settings).pipe(
+        Layer.provide(Logger.minimumLogLevel(options.logLevel ?? LogLevel.Warning)),
+        Layer.provide(options.tracing ?? Tracing.off),
+      ),
     )
     const api = Context.get(context, LocalApi)
     const lifecycle = Context.get(context, NodeLifecycle)

@@ -4,6 +4,7 @@
  */
 import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
 import * as RouterConfig from "../config/RouterConfig.js"
+import * as Tracing from "../layers/observability/Tracing.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
 import { Membership, type MembershipService } from "../services/member/Membership.js"
 import { MeshHost, type MeshHostService } from "../services/mesh/MeshHost.js"
@@ -31,7 +32,13 @@ export const routerToken = (cp: ControlPlaneHarness) =>
 /** Starts a router for the life of the scope; the control plane must auto-approve or the caller approves. */
 export const make = (
   cp: ControlPlaneHarness,
-  overrides: Partial<RouterConfig.RouterSettings> = {},
+  {
+    tracing = Tracing.off,
+    ...overrides
+  }: Partial<RouterConfig.RouterSettings> & {
+    /** Tracing for this router (`Tracing.layer`); off by default. */
+    readonly tracing?: Layer.Layer<never>
+  } = {},
 ): Effect.Effect<RouterHarness, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const token = Option.isSome(overrides.bootstrapToken ?? Option.none()) ? undefined : yield* routerToken(cp)
@@ -44,7 +51,10 @@ export const make = (
     })
     // Quiet by default, like the control-plane harness; pass `logLevel` to see the router's info lines.
     const context = yield* Layer.build(
-      RouterLive.layer(settings).pipe(Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning))),
+      RouterLive.layer(settings).pipe(
+        Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning)),
+        Layer.provide(tracing),
+      ),
     )
     const host = Context.get(context, MeshHost)
     return {

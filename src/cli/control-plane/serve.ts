@@ -4,6 +4,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { type ControlPlaneSettings, SHUTDOWN_GRACE } from "../../config/ControlPlaneConfig.js"
 import * as ControlPlaneLive from "../../layers/ControlPlaneLive.js"
 import * as Logging from "../../layers/Logging.js"
+import * as Tracing from "../../layers/observability/Tracing.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 import { resolveDatabase, type server } from "./flags.js"
@@ -61,4 +62,6 @@ export const serve = (flags: ServerFlags) =>
       }),
     )
     return yield* Layer.launch(ControlPlaneLive.layer(settings))
-  }).pipe(Effect.provide(Logging.layerFromConfig(flags.logLevel)))
+  }).pipe(
+    Effect.provide(Layer.merge(Logging.layerFromConfig(flags.logLevel), Tracing.fromConfig("mesh-control-plane"))),
+  )

@@ -12,6 +12,7 @@ import * as NodeFile from "../../domain/NodeFile.js"
 import * as Logging from "../../layers/Logging.js"
 import * as NodeLive from "../../layers/NodeLive.js"
 import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
+import * as Tracing from "../../layers/observability/Tracing.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 import * as NodeFlags from "./flags.js"
@@ -157,5 +158,5 @@ export const run = Command.make("run", flags, (f) =>
       }),
     )
     return yield* Layer.launch(NodeLive.layer(settings))
-  }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
+  }).pipe(Effect.provide(Layer.merge(Logging.layerFromConfig(f.logLevel), Tracing.fromConfig("mesh-node")))),
 ).pipe(Command.withDescription("Join the mesh and serve the local API to the agents on this machine."))

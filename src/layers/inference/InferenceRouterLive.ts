@@ -11,6 +11,7 @@ import { ModelNotFound, NoAvailableProvider, NoEligibleProvider } from "../../do
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Inference from "../../domain/Inference.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
+import * as TraceContext from "../../http/TraceContext.js"
 import { Discovery } from "../../services/discovery/Discovery.js"
 import {
   type Answer,
@@ -23,6 +24,7 @@ import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 import * as Cooldowns from "./Cooldowns.js"
 import { deliver, UsageTap } from "./Delivery.js"
 import * as InferenceMetrics from "./InferenceMetrics.js"
@@ -167,7 +169,12 @@ export const layer = Layer.scoped(
       })
 
     /** One provider: its answer's head, or why it was passed over. The request lives as long as the scope. */
-    const attempt = (candidate: Inference.Candidate, request: CompletionRequest, headers: Forwarding.OutgoingHeaders) =>
+    const attempt = (
+      candidate: Inference.Candidate,
+      request: CompletionRequest,
+      headers: Forwarding.OutgoingHeaders,
+      index: number,
+    ) =>
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeNanos
         const response = candidate.local
@@ -178,7 +185,9 @@ export const layer = Layer.scoped(
                   candidate.service,
                   request.path,
                   request.query,
-                  Forwarding.toBackend(headers, { peerId: self, role: NODE_ROLE, labels: candidate.labels }, ""),
+                  yield* TraceContext.inject(
+                    Forwarding.toBackend(headers, { peerId: self, role: NODE_ROLE, labels: candidate.labels }, ""),
+                  ),
                   request.body,
                 )
                 .pipe(Effect.mapError((reason): Failure => ({ _tag: "Connection", reason }))),
@@ -205,9 +214,23 @@ export const layer = Layer.scoped(
               )
         const headAt = yield* Clock.currentTimeNanos
         const status = response.statusCode ?? 502
+        yield* Spans.annotate("http.response.status_code", status)
         if (Inference.RETRYABLE_STATUSES.has(status)) return yield* Effect.fail<Failure>({ _tag: "Status", status })
         return { response, status, providerNanos: headAt - startedAt }
-      })
+      }).pipe(
+        Spans.withSpan("inference.attempt", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: {
+            "gen_ai.request.model": request.model,
+            "mesh.inference.provider": candidate.service,
+            "mesh.peer.id": candidate.peerId,
+            "mesh.inference.local": candidate.local,
+            "mesh.inference.attempt": index + 1,
+            "mesh.inference.fallback": index > 0,
+          },
+        }),
+      )
 
     const complete = (request: CompletionRequest): Effect.Effect<Answer, RoutingError, Scope.Scope> =>
       Effect.gen(function* () {
@@ -243,7 +266,9 @@ export const layer = Layer.scoped(
               if (passed.length >= Inference.MAX_ATTEMPTS) return undefined
               // The attempt's own scope: closed at once when it fails, else with the request (defects too).
               const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-              const result = yield* Effect.either(attempt(candidate, request, headers).pipe(Scope.extend(scope)))
+              const result = yield* Effect.either(
+                attempt(candidate, request, headers, passed.length).pipe(Scope.extend(scope)),
+              )
               if (Either.isRight(result)) return { candidate, ...result.right }
               yield* Scope.close(scope, Exit.void)
               const failure = result.left

@@ -7,8 +7,9 @@ import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { Clock, Duration, Effect, Layer, Ref, Runtime, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as TraceContext from "../../http/TraceContext.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import * as Instructions from "./Instructions.js"
 import * as Tool from "./Tool.js"
@@ -31,6 +32,20 @@ interface Session {
 const notFound = (res: ServerResponse, message: string, status: number) => {
   res.writeHead(status, { "content-type": "application/json" })
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
+}
+
+/**
+ * The SDK hands a tool call the headers of the request that carried it, read from the raw headers: the call's span
+ * continues this request's span through them.
+ */
+const setTraceparent = (req: IncomingMessage, value: string): void => {
+  const raw: Array<string> = []
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i] as string
+    if (name.toLowerCase() !== "traceparent") raw.push(name, req.rawHeaders[i + 1] as string)
+  }
+  raw.push("traceparent", value)
+  req.rawHeaders = raw
 }
 
 export const layer = Layer.scoped(
@@ -100,6 +115,7 @@ export const layer = Layer.scoped(
 
     const handle = (req: IncomingMessage, res: ServerResponse) =>
       Effect.gen(function* () {
+        yield* TraceContext.current.pipe(Effect.map(Option.map((value) => setTraceparent(req, value))))
         const header = req.headers["mcp-session-id"]
         const id = Array.isArray(header) ? header[0] : header
         if (id === undefined) {

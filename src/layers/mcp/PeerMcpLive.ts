@@ -5,12 +5,14 @@
  * ended (DELETE, so the serving side frees what it holds for them, a stdio process say); at most MAX_SESSIONS are
  * kept, the longest unused closed first.
  */
+import { AsyncLocalStorage } from "node:async_hooks"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as TraceContext from "../../http/TraceContext.js"
 import { PeerMcp, type PeerMcpError, PeerMcpError as PeerMcpErrorClass } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 
@@ -93,6 +95,19 @@ const classify = (error: unknown, established: boolean): PeerMcpError | Gone => 
   return fail("failed", shorten(error instanceof Error ? error.message : String(error)) || "failed")
 }
 
+/**
+ * The caller's span while the SDK client works on its behalf: the client's requests reach `meshFetch` through the
+ * SDK's own promises, outside any fiber, and continue the caller's trace from here.
+ */
+const callerTrace = new AsyncLocalStorage<string>()
+
+/** `effect` as a child of the caller's span, when the request was made inside one. */
+const continuing = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  const traceparent = callerTrace.getStore()
+  const parent = traceparent === undefined ? Option.none() : TraceContext.parentOf({ traceparent })
+  return Option.isSome(parent) ? Effect.withParentSpan(effect, parent.value) : effect
+}
+
 export const layer = Layer.scoped(
   PeerMcp,
   Effect.gen(function* () {
@@ -107,7 +122,7 @@ export const layer = Layer.scoped(
     const meshFetch =
       (peerId: string, service: string): FetchLike =>
       (_url, init) =>
-        runExit(proxy.fetch(peerId, "mcp", service, "", init)).then((exit) => {
+        runExit(continuing(proxy.fetch(peerId, "mcp", service, "", init))).then((exit) => {
           if (Exit.isSuccess(exit)) return exit.value
           const failure = Cause.failureOption(exit.cause)
           throw Option.isSome(failure) ? new ProxyFailure(failure.value) : new Error("the mesh request failed")
@@ -228,9 +243,12 @@ export const layer = Layer.scoped(
       const attempt = Effect.acquireUseRelease(
         take(peerId, service),
         ({ key, slot }) =>
-          Effect.flatMap(Deferred.await(slot.session), (session) =>
+          Effect.flatMap(Effect.zip(Deferred.await(slot.session), TraceContext.current), ([session, traceparent]) =>
             Effect.tryPromise({
-              try: (signal) => exchange(session, signal),
+              try: (signal) =>
+                Option.isSome(traceparent)
+                  ? callerTrace.run(traceparent.value, () => exchange(session, signal))
+                  : exchange(session, signal),
               catch: (error) => classify(error, true),
             }),
           ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),

@@ -7,6 +7,8 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Runtime } from "effect"
 import type { z } from "zod"
+import * as TraceContext from "../../http/TraceContext.js"
+import * as Spans from "../observability/Spans.js"
 
 /** What a tool knows of the HTTP request that carried the call. */
 export interface Request {
@@ -68,16 +70,22 @@ export const register = <R>(
       },
       (args: unknown, extra) =>
         run(
-          tool
-            .run(args as never, { host: hostOf(extra.requestInfo?.headers) })
-            .pipe(
-              Effect.catchAllCause((cause) =>
-                Effect.as(
-                  Effect.logError("MCP tool failed", cause),
-                  refused(`${tool.name} failed: ${Cause.pretty(cause).split("\n")[0]}`),
-                ),
+          tool.run(args as never, { host: hostOf(extra.requestInfo?.headers) }).pipe(
+            Effect.catchAllCause((cause) =>
+              Effect.as(
+                Effect.logError("MCP tool failed", cause),
+                refused(`${tool.name} failed: ${Cause.pretty(cause).split("\n")[0]}`),
               ),
             ),
+            Effect.tap((result) => Spans.annotate("mcp.tool.is_error", result.isError === true)),
+            // The tool's name only: its arguments and results are the agent's business.
+            Spans.withSpan("mcp.tool", {
+              kind: "server",
+              captureStackTrace: false,
+              attributes: { "mcp.tool.name": tool.name },
+              ...TraceContext.parentOption(extra.requestInfo?.headers ?? {}),
+            }),
+          ),
           { signal: extra.signal },
         ),
     )

@@ -39,6 +39,7 @@ import {
   MeshListenError,
   MeshStartError,
 } from "../../services/mesh/MeshHost.js"
+import * as Spans from "../observability/Spans.js"
 
 /** How long a gated request (stream, relay reservation) waits for its peer's handshake to end. */
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
@@ -201,7 +202,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           return yield* fail(`peer has role ${outcome.peer.role}, not ${role}`)
         }
         return outcome.peer
-      })
+      }).pipe(Spans.withSpan("mesh.dial", { kind: "client", captureStackTrace: false }))
 
     /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
     const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
@@ -313,7 +314,13 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),
         })
         return { stream, connection: open }
-      })
+      }).pipe(
+        Spans.withSpan("mesh.stream.open", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: { "mesh.peer.id": peer, "mesh.protocol": protocol },
+        }),
+      )
 
     const subscribe = (topic: string) =>
       Stream.asyncScoped<{ readonly from: string; readonly data: Uint8Array }>(

@@ -6,12 +6,14 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { Effect, type Scope } from "effect"
+import { Effect, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
 import { type ApiError, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
+import * as TraceContext from "../../http/TraceContext.js"
+import * as Spans from "../observability/Spans.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
 
 export interface Target {
@@ -101,9 +103,29 @@ export const make = Effect.gen(function* () {
 
   /** Sends the request to the backend and streams the answer; completes when the peer's response has closed. */
   const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
+    Effect.flatMap(TraceContext.current, (traceparent) => send(req, res, target, traceparent)).pipe(
+      Spans.withSpan("mesh.backend", {
+        kind: "client",
+        captureStackTrace: false,
+        attributes: {
+          "mesh.service.type": target.service.type,
+          "mesh.service.name": target.service.name,
+          "http.request.method": TraceContext.method(req.method ?? "GET"),
+        },
+      }),
+    )
+
+  const send = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: Target,
+    traceparent: Option.Option<string>,
+  ): Effect.Effect<void> =>
     Effect.async<void>((resume) => {
       const backend = target.backend
       const headers = Forwarding.toBackend(req.headers, target.caller, backend.host)
+      // The backend continues our trace from this hop's span.
+      if (Option.isSome(traceparent)) headers.traceparent = traceparent.value
       const origin = Forwarding.originOf(req.headers)
       const card =
         target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)

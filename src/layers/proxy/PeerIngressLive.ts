@@ -12,6 +12,7 @@ import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Err
 import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
+import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
@@ -22,6 +23,7 @@ import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerIngress } from "../../services/proxy/PeerIngress.js"
 import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 import * as Backend from "./Backend.js"
 
 /**
@@ -182,6 +184,7 @@ export const layer = Layer.scoped(
         }
         const type = parseTarget(req.url ?? "/").type
         served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })
+        yield* Spans.annotate("http.response.status_code", res.statusCode)
       }).pipe(
         Effect.catchAllCause((cause) =>
           Effect.zipRight(
@@ -198,9 +201,31 @@ export const layer = Layer.scoped(
     const handle = (req: IncomingMessage, res: ServerResponse) =>
       Effect.acquireUseRelease(
         Ref.update(inFlight, (n) => n + 1),
-        () => serve(req, res),
+        () => traced(req, serve(req, res)),
         () => Ref.update(inFlight, (n) => n - 1),
       )
+
+    /** One server span per request from a peer, continuing the trace the calling node's proxy span started. */
+    const traced = <A, E>(req: IncomingMessage, effect: Effect.Effect<A, E>) =>
+      Effect.flatMap(Spans.enabled, (on) => {
+        if (!on) return effect
+        const target = parseTarget(req.url ?? "/")
+        const type = Forwarding.isServiceType(target.type) ? target.type : "unknown"
+        return Spans.withSpan("mesh.ingress", {
+          kind: "server",
+          captureStackTrace: false,
+          attributes: {
+            "mesh.service.type": type,
+            // Only a well-formed name: anything else is whatever the caller wrote, and is refused.
+            ...(Either.isRight(Forwarding.checkService(target.type, target.name))
+              ? { "mesh.service.name": target.name }
+              : {}),
+            "http.request.method": TraceContext.method(req.method ?? "GET"),
+            ...(req.socket instanceof StreamSocket ? { "mesh.peer.id": req.socket.remotePeer.toString() } : {}),
+          },
+          ...TraceContext.parentOption(req.headers),
+        })(effect)
+      })
 
     // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.
     const server = createServer({ requestTimeout: 0 }, (req, res) => {

@@ -9,11 +9,12 @@ import type { IncomingMessage } from "node:http"
 import { request as httpRequest } from "node:http"
 import { Readable } from "node:stream"
 import { peerIdFromString } from "@libp2p/peer-id"
-import { Effect, Either, Exit, Layer, Runtime, Scope } from "effect"
+import { Effect, Either, Exit, Layer, Option, Runtime, Scope } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
+import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import type { AuthenticatedPeer } from "../../services/mesh/MeshHost.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
@@ -24,6 +25,7 @@ import {
   type ProxyError,
   type ProxyRequest,
 } from "../../services/proxy/PeerProxy.js"
+import * as Spans from "../observability/Spans.js"
 
 /** Statuses whose responses carry no body; a web Response refuses one. */
 const NULL_BODY = new Set([101, 204, 205, 304])
@@ -72,6 +74,12 @@ const aborted = (signal: AbortSignal | null | undefined): Effect.Effect<never, B
     return Effect.sync(() => signal.removeEventListener("abort", fail))
   })
 
+/** The peer continues our trace from the proxy span, whatever `traceparent` the local client sent. */
+const withTraceparent = (headers: Forwarding.OutgoingHeaders, traceparent: Option.Option<string>) => {
+  if (Option.isSome(traceparent)) headers.traceparent = traceparent.value
+  return headers
+}
+
 const pairs = (labels: Readonly<Record<string, string>>) =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
@@ -112,6 +120,9 @@ export const layer = Layer.effect(
         if (Either.isLeft(Either.try(() => peerIdFromString(request.peerId)))) {
           return yield* new BadRequest({ message: "not a peer id" })
         }
+        // Recorded once checked: before, they are whatever the local client wrote.
+        yield* Spans.annotate("mesh.service.name", request.name)
+        yield* Spans.annotate("mesh.peer.id", request.peerId)
         if (request.requiredLabels !== undefined && Object.keys(request.requiredLabels).length === 0) {
           return yield* new BadRequest({ message: "X-Mesh-Required-Labels names no label" })
         }
@@ -126,7 +137,11 @@ export const layer = Layer.effect(
       })
 
     /** Writes the request onto the socket and completes with the response head. */
-    const exchange = (socket: StreamSocket, request: ProxyRequest): Effect.Effect<IncomingMessage, BadGateway> =>
+    const exchange = (
+      socket: StreamSocket,
+      request: ProxyRequest,
+      traceparent: Option.Option<string>,
+    ): Effect.Effect<IncomingMessage, BadGateway> =>
       Effect.async<IncomingMessage, BadGateway>((resume) => {
         const failed = (error: Error) =>
           resume(
@@ -141,7 +156,7 @@ export const layer = Layer.effect(
             createConnection: () => socket,
             method: request.method,
             path: target,
-            headers: Forwarding.toPeer(request.headers, request.origin),
+            headers: withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
           })
         } catch (error) {
           return failed(error instanceof Error ? error : new Error(String(error)))
@@ -170,9 +185,19 @@ export const layer = Layer.effect(
             else socket.abort(new Error("the caller went away"))
           }),
         )
-        response = yield* exchange(socket, request)
+        response = yield* exchange(socket, request, yield* TraceContext.current)
+        yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
         return response
-      })
+      }).pipe(
+        Spans.withSpan("mesh.proxy", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: {
+            "mesh.service.type": request.type,
+            "http.request.method": TraceContext.method(request.method),
+          },
+        }),
+      )
 
     const fetch = (
       peerId: string,

@@ -1,0 +1,99 @@
+/**
+ * OpenTelemetry tracing for every mesh process. Off unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` is set (and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`): off,
+ * Effect's tracer is disabled and our hot-path spans are skipped (`Spans.ts`). On, spans go to the endpoint as OTLP
+ * over HTTP (JSON) in batches, from a provider of this layer's own (never the global one), with `service.name` from
+ * `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes `Redaction` on its
+ * way out.
+ */
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import * as OtelResource from "@effect/opentelemetry/Resource"
+import * as OtelTracer from "@effect/opentelemetry/Tracer"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { Config, Duration, Effect, Layer, Option } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import { RedactingProcessor } from "./Redaction.js"
+
+export interface TracingSettings {
+  /** Where spans are posted: the traces URL itself (`.../v1/traces`). */
+  readonly endpoint: string
+  readonly serviceName: string
+  /** Resource attributes besides `service.name` (from `OTEL_RESOURCE_ATTRIBUTES`). */
+  readonly attributes: Readonly<Record<string, string>>
+  /** How long spans wait in the batch before they are sent. */
+  readonly scheduleDelay: Duration.Duration
+}
+
+/** Tracing off: Effect's tracer disabled, so spans are no-ops. */
+export const off: Layer.Layer<never> = Layer.setTracerEnabled(false)
+
+/** `k=v,k2=v2`, values percent-encoded (the OpenTelemetry environment format); malformed pairs are skipped. */
+export const parseAttributes = (text: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const pair of text.split(",")) {
+    const eq = pair.indexOf("=")
+    if (eq <= 0) continue
+    const key = pair.slice(0, eq).trim()
+    try {
+      out[key] = decodeURIComponent(pair.slice(eq + 1).trim())
+    } catch {}
+  }
+  return out
+}
+
+/** Spans exported from a provider of this layer's own, made when the layer is built; flushed when its scope closes. */
+export const layer = (settings: TracingSettings): Layer.Layer<never> =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const processor = new RedactingProcessor(
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }), {
+          scheduledDelayMillis: Math.max(1, Duration.toMillis(settings.scheduleDelay)),
+        }),
+      )
+      const resource = OtelResource.layer({
+        serviceName: settings.serviceName,
+        serviceVersion: pkg.version,
+        attributes: settings.attributes,
+      })
+      return Layer.mergeAll(OtelTracer.layerWithoutOtelTracer, Layer.setTracerEnabled(true)).pipe(
+        Layer.provide(OtelTracer.layerTracer),
+        Layer.provide(NodeSdk.layerTracerProvider(processor, { shutdownTimeout: Duration.seconds(3) })),
+        Layer.provide(resource),
+      )
+    }),
+  )
+
+/** The settings from the standard environment, or none when tracing is off. */
+export const settingsFromConfig = (defaultServiceName: string) =>
+  Effect.gen(function* () {
+    const disabled =
+      (yield* Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false))) ||
+      (yield* Config.string("OTEL_TRACES_EXPORTER").pipe(Config.withDefault("otlp"))).trim().toLowerCase() === "none"
+    const traces = yield* Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    const base = yield* Config.option(Config.nonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    const endpoint = Option.orElse(traces, () => Option.map(base, (url) => `${url.replace(/\/+$/, "")}/v1/traces`))
+    if (disabled || Option.isNone(endpoint)) return Option.none<TracingSettings>()
+    const attributes = parseAttributes(yield* Config.string("OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault("")))
+    const named = yield* Config.option(Config.nonEmptyString("OTEL_SERVICE_NAME"))
+    const serviceName = Option.getOrElse(named, () => attributes["service.name"] ?? defaultServiceName)
+    const { "service.name": _, ...rest } = attributes
+    const delay = yield* Config.integer("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.withDefault(5000))
+    return Option.some<TracingSettings>({
+      endpoint: endpoint.value,
+      serviceName,
+      attributes: rest,
+      scheduleDelay: Duration.millis(delay),
+    })
+  })
+
+/** Tracing as the environment asks, for the binary `defaultServiceName`. */
+export const fromConfig = (defaultServiceName: string): Layer.Layer<never> =>
+  Layer.unwrapEffect(
+    settingsFromConfig(defaultServiceName).pipe(
+      Effect.map(Option.match({ onNone: () => off, onSome: layer })),
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`tracing stays off: ${error.message.split("\n")[0]}`), off),
+      ),
+    ),
+  )
