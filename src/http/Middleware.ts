@@ -17,7 +17,6 @@ import {
 import { Clock, Effect, Option } from "effect"
 import { ControlPlaneConfig } from "../config/ControlPlaneConfig.js"
 import { RateLimited } from "../domain/Errors.js"
-import * as Spans from "../layers/observability/Spans.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
 import { RateLimiter } from "../services/operations/RateLimiter.js"
 import { ControlPlaneApi } from "./Api.js"
@@ -87,18 +86,7 @@ export const layer = HttpApiBuilder.middleware(
         const request = yield* HttpServerRequest.HttpServerRequest
         const started = yield* Clock.currentTimeNanos
         const route = routes.resolve(request.method, request.url) ?? UNMATCHED
-        const handled = handle(request, route, started)
-        if (!(yield* Spans.enabled)) return yield* handled
-        const method = TraceContext.method(request.method)
-        return yield* handled.pipe(
-          Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
-          Spans.withSpan(`${method} ${route}`, {
-            kind: "server",
-            captureStackTrace: false,
-            attributes: { "http.request.method": method, "http.route": route },
-            ...TraceContext.parentOption(request.headers),
-          }),
-        )
+        return yield* handle(request, route, started).pipe(TraceContext.serverSpan(request, route))
       })
       const handle = (request: HttpServerRequest.HttpServerRequest, route: string, started: bigint) =>
         Effect.gen(function* () {

@@ -3,8 +3,9 @@
  * requests carry. `tracestate` is never touched: it travels as an end-to-end header. With tracing off nothing is
  * read or written, so a client's own trace context passes through the mesh unchanged.
  */
-import { Headers, HttpTraceContext } from "@effect/platform"
+import { Headers, type HttpServerRequest, type HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import { Context, Effect, FiberRef, Option, Tracer } from "effect"
+import * as Spans from "../layers/observability/Spans.js"
 
 /** The caller's span, from a well-formed `traceparent`. */
 export const parentOf = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {
@@ -43,3 +44,26 @@ export const method = (value: string): string => (METHODS.has(value) ? value : "
  * token under a name it does not redact) and the full URL with its query; our middlewares make the span instead.
  */
 export const platformSpansOff = (_request: unknown): boolean => true
+
+/**
+ * `effect` as the server span of `request`, named by method and route template (never the raw path: it can hold ids
+ * and tokens) and continuing the caller's trace, with the response's status; `effect` itself while tracing is off.
+ */
+export const serverSpan =
+  (request: HttpServerRequest.HttpServerRequest, route: string) =>
+  <E, R>(
+    effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
+    Effect.flatMap(Spans.enabled, (on) => {
+      if (!on) return effect
+      const verb = method(request.method)
+      return effect.pipe(
+        Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
+        Spans.withSpan(`${verb} ${route}`, {
+          kind: "server",
+          captureStackTrace: false,
+          attributes: { "http.request.method": verb, "http.route": route },
+          ...parentOption(request.headers),
+        }),
+      )
+    })

@@ -17,7 +17,6 @@ import {
 } from "../domain/Errors.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
 import * as TraceContext from "../http/TraceContext.js"
-import * as Spans from "../layers/observability/Spans.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
@@ -157,23 +156,8 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       })
 
     /** One server span per request, named by method and route pattern, while tracing is on. */
-    const traced =
-      (request: HttpServerRequest.HttpServerRequest, found: ReturnType<typeof lookup>) =>
-      <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-        Effect.flatMap(Spans.enabled, (on) => {
-          if (!on) return effect
-          const method = TraceContext.method(request.method)
-          const template = found._tag === "Found" ? found.route.path : "unmatched"
-          return effect.pipe(
-            Effect.tap((response) => Spans.annotate("http.response.status_code", response.status)),
-            Spans.withSpan(`${method} ${template}`, {
-              kind: "server",
-              captureStackTrace: false,
-              attributes: { "http.request.method": method, "http.route": template },
-              ...TraceContext.parentOption(request.headers),
-            }),
-          )
-        })
+    const traced = (request: HttpServerRequest.HttpServerRequest, found: ReturnType<typeof lookup>) =>
+      TraceContext.serverSpan(request, found._tag === "Found" ? found.route.path : "unmatched")
 
     return Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
