@@ -9,35 +9,15 @@
  */
 import { Agent, request } from "node:http"
 import { performance } from "node:perf_hooks"
-import type { Connection } from "@libp2p/interface"
-import { Context, Effect, Exit, Logger, LogLevel, Scope } from "effect"
-import { MeshHost, type MeshHostService } from "../src/services/mesh/MeshHost.js"
-import * as ControlPlaneHarness from "../src/testing/ControlPlaneHarness.js"
-import * as MeshClient from "../src/testing/MeshClient.js"
-import * as NodeHarness from "../src/testing/NodeHarness.js"
-import * as RouterHarness from "../src/testing/RouterHarness.js"
+import { Effect, Exit, Scope } from "effect"
 import { goals } from "./lib/goals.js"
 import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
+import * as TwoNodes from "./lib/twoNodes.js"
 
-const ECHO = "/mesh/bench/echo/1.0.0"
-const PAYLOAD = new Uint8Array(1024).map((_, i) => i % 251)
 const WARMUP = 300
 const SAMPLES = 2000
 const STREAM_SAMPLES = 500
-
-const POLICY = {
-  roles: [{ name: "mesh:role:node", allowed_labels: ["*"], allowed_services: ["*"], allowed_targets: ["*"] }],
-  bindings: [],
-}
-
-const percentile = (xs: ReadonlyArray<number>, p: number): number => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(s.length * p))] ?? Number.NaN
-}
-
-const quietly = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-  Effect.runPromise(effect.pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
 
 const body = (model: string, stream: boolean) =>
   Buffer.from(JSON.stringify({ model, messages: [{ role: "user", content: "Say hello." }], stream }))
@@ -83,32 +63,6 @@ const post = (
     req.end(payload)
   })
 
-/** One stream open + 1 KiB echo round trip over the existing connection, in ms. */
-const echo = async (connection: Connection): Promise<number> => {
-  const started = performance.now()
-  const stream = await connection.newStream(ECHO, { runOnLimitedConnection: true })
-  stream.send(PAYLOAD)
-  await stream.close()
-  let received = 0
-  for await (const chunk of stream) received += chunk.byteLength
-  if (received !== PAYLOAD.byteLength) throw new Error("echo came back short")
-  return performance.now() - started
-}
-
-const memberHost = (node: NodeHarness.NodeHarness) =>
-  Effect.flatMap(node.lifecycle.phase, (phase) =>
-    phase._tag === "Member" ? Effect.succeed(Context.get(phase.context, MeshHost)) : Effect.dieMessage("not a member"),
-  )
-
-const directConnection = (from: MeshHostService, to: string): Connection => {
-  const found = from.libp2p.getConnections().find((c) => c.remotePeer.toString() === to && c.limits === undefined)
-  if (found === undefined) throw new Error("no direct connection between the nodes")
-  return found
-}
-
-const ms = (xs: ReadonlyArray<number>) =>
-  `p50 ${percentile(xs, 0.5).toFixed(3)} ms, p99 ${percentile(xs, 0.99).toFixed(3)} ms`
-
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
   const [localPort, remotePort] = [await freePort(), await freePort()]
   const localUrl = `http://127.0.0.1:${localPort}`
@@ -126,38 +80,10 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       target_url: url,
       env: {},
     })
-    const mesh = await quietly(
-      Effect.gen(function* () {
-        const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
-        const policy = yield* MeshClient.json(cp.url, "POST", "/policies", cp.adminToken, POLICY)
-        if (policy.status !== 200) return yield* Effect.dieMessage(`policy refused: ${policy.status}`)
-        yield* RouterHarness.make(cp)
-        const file = (name: string, url: string) => ({
-          labels: {},
-          egress: { require_labels: {} },
-          services: [service(name, url)],
-        })
-        const a = yield* NodeHarness.make(cp, { file: file("local-llm", localUrl) })
-        const b = yield* NodeHarness.make(cp, { file: file("remote-llm", remoteUrl) })
-        yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
-        const hostA = yield* memberHost(a)
-        const hostB = yield* memberHost(b)
-        const addresses = yield* hostB.addresses
-        const direct = addresses.find((x) => x.includes("/tcp/") && !x.includes("p2p-circuit"))
-        if (direct === undefined) return yield* Effect.dieMessage("node B has no TCP address")
-        yield* hostA.dial(direct)
-        return { a, hostA, hostB, bId: hostB.peerId, aId: hostA.peerId }
-      }).pipe(Scope.extend(scope)),
-    )
-    await mesh.hostB.libp2p.handle(
-      ECHO,
-      async (stream) => {
-        for await (const chunk of stream) stream.send(chunk)
-        await stream.close()
-      },
-      { runOnLimitedConnection: true },
-    )
-    const connection = directConnection(mesh.hostA, mesh.bId)
+    const mesh = await TwoNodes.make(scope, {
+      a: [service("local-llm", localUrl)],
+      b: [service("remote-llm", remoteUrl)],
+    })
     const token = { authorization: `Bearer ${mesh.a.apiToken}` }
     // Both models must be known to A before measuring (publication and discovery take a moment).
     const deadline = performance.now() + 60_000
@@ -191,7 +117,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       await calls.localDirect(false)
       await calls.remoteNode(false)
       await calls.remoteDirect(false)
-      await echo(connection)
+      await TwoNodes.echo(mesh)
     }
     const samples = {
       localNode: [] as Array<number>,
@@ -211,7 +137,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       samples.remoteNode.push(remote.total)
       reported.remote.push(remote.overhead)
       samples.remoteDirect.push((await calls.remoteDirect(false)).total)
-      samples.stream.push(await echo(connection))
+      samples.stream.push(await TwoNodes.echo(mesh))
     }
     const ttfc = {
       localNode: [] as Array<number>,
@@ -225,12 +151,12 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       ttfc.remoteNode.push((await calls.remoteNode(true)).first)
       ttfc.remoteDirect.push((await calls.remoteDirect(true)).first)
     }
-    if (directConnection(mesh.hostA, mesh.bId) !== connection) throw new Error("the direct connection changed")
+    mesh.checkConnection()
     agents.node.destroy()
     agents.direct.destroy()
 
-    const p50 = (xs: ReadonlyArray<number>) => percentile(xs, 0.5)
-    const p99 = (xs: ReadonlyArray<number>) => percentile(xs, 0.99)
+    const p50 = (xs: ReadonlyArray<number>) => TwoNodes.percentile(xs, 0.5)
+    const p99 = (xs: ReadonlyArray<number>) => TwoNodes.percentile(xs, 0.99)
     const stream50 = p50(samples.stream)
     const added = {
       local50: p50(samples.localNode) - p50(samples.localDirect),
@@ -249,7 +175,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         ratio: p50(samples.localNode) / p50(samples.localDirect),
         goal: `<= ${goals.inference.localAddedMs} ms added`,
         met: added.local50 <= goals.inference.localAddedMs,
-        notes: `${interleaved}; p99 added ${added.local99.toFixed(3)} ms; through the node ${ms(samples.localNode)}; direct ${ms(samples.localDirect)}; X-Mesh-Overhead-Ms ${ms(reported.local)}`,
+        notes: `${interleaved}; p99 added ${added.local99.toFixed(3)} ms; through the node ${TwoNodes.ms(samples.localNode)}; direct ${TwoNodes.ms(samples.localDirect)}; X-Mesh-Overhead-Ms ${TwoNodes.ms(reported.local)}`,
       },
       {
         name: "inference overhead, remote provider (node p50 - direct p50)",
@@ -260,7 +186,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         ratio: added.remote50 / stream50,
         goal: `<= ${goals.inference.remoteOverStream.toFixed(2)}`,
         met: added.remote50 / stream50 <= goals.inference.remoteOverStream,
-        notes: `${interleaved}; p99 added ${added.remote99.toFixed(3)} ms; through the node ${ms(samples.remoteNode)}; direct ${ms(samples.remoteDirect)}; bare stream ${ms(samples.stream)}; X-Mesh-Overhead-Ms ${ms(reported.remote)}`,
+        notes: `${interleaved}; p99 added ${added.remote99.toFixed(3)} ms; through the node ${TwoNodes.ms(samples.remoteNode)}; direct ${TwoNodes.ms(samples.remoteDirect)}; bare stream ${TwoNodes.ms(samples.stream)}; X-Mesh-Overhead-Ms ${TwoNodes.ms(reported.remote)}`,
       },
       {
         name: "inference time to first chunk, local provider",
@@ -269,7 +195,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         baselineName: "direct p50",
         baseline: p50(ttfc.localDirect),
         ratio: p50(ttfc.localNode) / p50(ttfc.localDirect),
-        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${ms(ttfc.localNode)}; direct ${ms(ttfc.localDirect)}`,
+        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${TwoNodes.ms(ttfc.localNode)}; direct ${TwoNodes.ms(ttfc.localDirect)}`,
       },
       {
         name: "inference time to first chunk, remote provider",
@@ -278,7 +204,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         baselineName: "direct p50",
         baseline: p50(ttfc.remoteDirect),
         ratio: p50(ttfc.remoteNode) / p50(ttfc.remoteDirect),
-        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${ms(ttfc.remoteNode)}; direct ${ms(ttfc.remoteDirect)}; added p50 ${(p50(ttfc.remoteNode) - p50(ttfc.remoteDirect)).toFixed(3)} ms`,
+        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${TwoNodes.ms(ttfc.remoteNode)}; direct ${TwoNodes.ms(ttfc.remoteDirect)}; added p50 ${(p50(ttfc.remoteNode) - p50(ttfc.remoteDirect)).toFixed(3)} ms`,
       },
     ]
   } finally {
