@@ -15,6 +15,8 @@ import { type KeysResponse, KeysResponseSchema } from "../gen/mesh_pb.js"
 export interface PublicSigningKey {
   readonly id: number
   readonly publicKey: Uint8Array
+  /** When the key stops being accepted (unix ms), if the set says so. */
+  readonly retiresAt?: number | undefined
 }
 
 export interface SigningKeyPair extends PublicSigningKey {
@@ -27,11 +29,15 @@ export const MAX_SIGN_AGE_MS = 5 * 60 * 1000
 const signedPayload = (message: KeysResponse): Uint8Array =>
   toBinary(KeysResponseSchema, create(KeysResponseSchema, { ...message, signatures: [] }))
 
-export const sign = (keys: ReadonlyArray<SigningKeyPair>, nowMs: number): Uint8Array => {
+export const sign = (
+  keys: ReadonlyArray<SigningKeyPair & { readonly retiresAt?: number | undefined }>,
+  nowMs: number,
+): Uint8Array => {
   const unsigned = create(KeysResponseSchema, {
     publicKeys: keys.map((k) => k.publicKey),
     keyIds: keys.map((k) => k.id),
     signTime: timestampFromMs(nowMs),
+    retireUnixMs: keys.map((k) => BigInt(k.retiresAt ?? 0)),
   })
   const payload = signedPayload(unsigned)
   return toBinary(
@@ -57,6 +63,7 @@ export const verify = (
   const n = message.publicKeys.length
   if (n === 0) return Either.left("key set is empty")
   if (message.signatures.length !== n || message.keyIds.length !== n) return Either.left("key set is malformed")
+  if (message.retireUnixMs.length !== 0 && message.retireUnixMs.length !== n) return Either.left("key set is malformed")
   if (message.publicKeys.some((k) => k.length !== Ed25519.PUBLIC_KEY_LENGTH)) return Either.left("key set is malformed")
   if (message.signTime === undefined) return Either.left("key set has no sign time")
   const signedAt = timestampDate(message.signTime).getTime()
@@ -70,5 +77,10 @@ export const verify = (
   if (!message.publicKeys.some((k) => trusted.some((t) => equal(k, t)))) {
     return Either.left("key set is not signed by a trusted key")
   }
-  return Either.right(message.publicKeys.map((publicKey, i) => ({ id: message.keyIds[i] as number, publicKey })))
+  return Either.right(
+    message.publicKeys.map((publicKey, i) => {
+      const retiresAt = Number(message.retireUnixMs[i] ?? 0n)
+      return { id: message.keyIds[i] as number, publicKey, retiresAt: retiresAt > 0 ? retiresAt : undefined }
+    }),
+  )
 }

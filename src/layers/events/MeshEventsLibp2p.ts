@@ -33,21 +33,30 @@ export const layer = Layer.scoped(
     const memory = yield* MeshEventsMemory.make
     const scope = yield* Effect.scope
     const identity = PeerKey.generate()
-    const credential = yield* Ref.make<Uint8Array>(new Uint8Array(0))
+    const credential = yield* Ref.make<{
+      readonly bytes: Uint8Array
+      readonly keyId: number
+      readonly issuedAt: number
+      readonly expiresAt: number
+    }>({ bytes: new Uint8Array(0), keyId: -1, issuedAt: 0, expiresAt: 0 })
     const host = yield* Ref.make(Option.none<MeshHostService>())
 
-    /** Our own credential, re-signed when half its lifetime has passed. */
-    let expiresAt = 0
-    let issuedAt = 0
+    /** Our own credential, re-signed when half its lifetime has passed or the signing key rotated. */
     const currentCredential = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      if (now >= issuedAt + (expiresAt - issuedAt) / 2) {
+      const held = yield* Ref.get(credential)
+      const { current } = yield* keyRing.snapshot
+      if (now >= held.issuedAt + (held.expiresAt - held.issuedAt) / 2 || held.keyId !== current.id) {
         const minted = yield* credentials.mint({ peerId: identity.peerId, role: CONTROL_PLANE_ROLE, labels: {} })
-        yield* Ref.set(credential, minted.bytes)
-        issuedAt = now
-        expiresAt = minted.expiresAtMs
+        yield* Ref.set(credential, {
+          bytes: minted.bytes,
+          keyId: current.id,
+          issuedAt: now,
+          expiresAt: minted.expiresAtMs,
+        })
+        return minted.bytes
       }
-      return yield* Ref.get(credential)
+      return held.bytes
     })
 
     const ensureHost = Effect.gen(function* () {

@@ -18,8 +18,14 @@ export const layer = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           const snapshot = yield* keyRing.snapshot
           const { notAfterMs, ...facts } = request
+          // Never outlives the key that signs it: a credential of a retired key is unverifiable, whatever it says.
+          const keyRetires =
+            snapshot.currentRetiresAt !== undefined && snapshot.currentRetiresAt > now
+              ? snapshot.currentRetiresAt
+              : Number.POSITIVE_INFINITY
           // Whole seconds, rounded down: never later than any deadline we were given.
-          const expiresAtMs = Math.floor(Math.min(now + ttl, notAfterMs ?? Number.POSITIVE_INFINITY) / 1000) * 1000
+          const expiresAtMs =
+            Math.floor(Math.min(now + ttl, notAfterMs ?? Number.POSITIVE_INFINITY, keyRetires) / 1000) * 1000
           const bytes = Biscuit.mint({ ...facts, expiresAtMs }, snapshot.current)
           return { bytes, text: Biscuit.toText(bytes), expiresAtMs, digest: digest(bytes) }
         }),

@@ -34,12 +34,19 @@ const toStored = (row: typeof KeyRow.Type): StoredKey => ({
   expiresAt: row.expires_at ?? undefined,
 })
 
-const makeSnapshot = (keys: ReadonlyArray<StoredKey>, now: number): KeySnapshot => {
-  const live = liveAt(keys, now)
+interface Loaded {
+  readonly keys: ReadonlyArray<StoredKey>
+  /** The shared due time of the next rotation; undefined when rotation is off. */
+  readonly nextRotationAt: number | undefined
+}
+
+const makeSnapshot = (loaded: Loaded, now: number, grace: number): KeySnapshot => {
+  const live = liveAt(loaded.keys, now)
   const current = live.filter((k) => k.expiresAt === undefined).sort((a, b) => b.id - a.id)[0] ?? live[0]
   if (current === undefined) throw new Error("KeyRing has no live key")
   const byId = new Map(live.map((k) => [k.id, k.publicKey]))
-  return { current, live, publicKeyFor: (id) => byId.get(id) }
+  const currentRetiresAt = loaded.nextRotationAt === undefined ? undefined : loaded.nextRotationAt + grace
+  return { current, currentRetiresAt, live, publicKeyFor: (id) => byId.get(id) }
 }
 
 export const layer = Layer.scoped(
@@ -87,22 +94,24 @@ export const layer = Layer.scoped(
         return true
       }).pipe(sql.withTransaction)
 
-    const keys = yield* Ref.make<ReadonlyArray<StoredKey>>([])
+    const loaded = yield* Ref.make<Loaded>({ keys: [], nextRotationAt: undefined })
     const rotationHub = yield* PubSub.unbounded<{
       readonly current: StoredKey
       readonly previous: StoredKey | undefined
     }>()
-    const reload = selectKeys().pipe(
-      Effect.flatMap((rows) => Ref.set(keys, rows.map(toStored))),
-      Effect.orDie,
-      Effect.withSpan("KeyRing.reload"),
-    )
-
     const nextRotation = Effect.gen(function* () {
       if (interval <= 0) return Option.none<number>()
       const rows = yield* sql<{ next_rotation_at: number }>`SELECT next_rotation_at FROM key_rotation WHERE id = 1`
-      return Option.fromNullable(rows[0]?.next_rotation_at)
+      return Option.fromNullable(rows[0]?.next_rotation_at).pipe(Option.map(Number))
     }).pipe(Effect.orDie)
+
+    const reload = Effect.zip(selectKeys(), nextRotation).pipe(
+      Effect.flatMap(([rows, due]) =>
+        Ref.set(loaded, { keys: rows.map(toStored), nextRotationAt: Option.getOrUndefined(due) }),
+      ),
+      Effect.orDie,
+      Effect.withSpan("KeyRing.reload"),
+    )
 
     const rotateIfDue = Effect.gen(function* () {
       if (interval <= 0) return false
@@ -119,15 +128,30 @@ export const layer = Layer.scoped(
       return rotated
     }).pipe(Effect.withSpan("KeyRing.rotateIfDue"))
 
-    const snapshot = Effect.zipWith(Ref.get(keys), Clock.currentTimeMillis, makeSnapshot)
+    const snapshot = Effect.zipWith(Ref.get(loaded), Clock.currentTimeMillis, (state, now) =>
+      makeSnapshot(state, now, grace),
+    )
 
-    let signed: { readonly ids: string; readonly at: number; readonly body: Uint8Array } | undefined
-    const keysBody = Effect.map(Effect.zip(snapshot, Clock.currentTimeMillis), ([snap, now]) => {
-      const ids = snap.live.map((k) => k.id).join(",")
-      if (signed === undefined || signed.ids !== ids || now - signed.at >= RESIGN_AFTER_MS || now < signed.at) {
-        signed = { ids, at: now, body: KeySet.sign(snap.live, now) }
-      }
-      return signed.body
+    /** The live keys with the time each retires, as /keys tells members. */
+    const withRetirement = (snap: KeySnapshot) =>
+      snap.live.map((k) => ({
+        ...k,
+        retiresAt: k.expiresAt ?? (k === snap.current ? snap.currentRetiresAt : undefined),
+      }))
+
+    const signed = yield* Ref.make<
+      { readonly ids: string; readonly at: number; readonly body: Uint8Array } | undefined
+    >(undefined)
+    const keysBody = Effect.gen(function* () {
+      const snap = yield* snapshot
+      const now = yield* Clock.currentTimeMillis
+      const keys = withRetirement(snap)
+      const ids = keys.map((k) => `${k.id}:${k.retiresAt ?? 0}`).join(",")
+      const last = yield* Ref.get(signed)
+      if (last !== undefined && last.ids === ids && now - last.at < RESIGN_AFTER_MS && now >= last.at) return last.body
+      const body = KeySet.sign(keys, now)
+      yield* Ref.set(signed, { ids, at: now, body })
+      return body
     })
 
     yield* initialize.pipe(Effect.orDie)

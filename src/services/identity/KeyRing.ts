@@ -15,6 +15,8 @@ export interface StoredKey extends SigningKeyPair {
 /** The keys as one replica knows them at one instant. */
 export interface KeySnapshot {
   readonly current: StoredKey
+  /** When the current key will retire: the next rotation's due time plus the grace period; none without rotation. */
+  readonly currentRetiresAt: number | undefined
   /** The current key and those still in their grace period. */
   readonly live: ReadonlyArray<StoredKey>
   /** Raw public key of a live key id; undefined for an unknown or retired key. */
