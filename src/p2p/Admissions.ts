@@ -22,6 +22,8 @@ export interface Tracked {
   /** Completed once, by the first verdict on this connection. */
   readonly outcome: Deferred.Deferred<Outcome>
   status: "pending" | "authenticated" | "refused"
+  /** When the peer last re-authenticated on this connection (our clock). */
+  reauthenticatedAt?: number
 }
 
 export type PeerStatus = "authenticated" | "pending" | "refused" | "unknown"

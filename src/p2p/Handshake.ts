@@ -3,6 +3,11 @@
  * listener verifies it, records the peer and answers with its own credential, or answers with a short reason and
  * closes the connection. The dialer verifies the answer the same way. An inbound connection that has not
  * authenticated within the listener deadline is closed.
+ *
+ * Once a connection is authenticated, either side may run the exchange again on it (re-authentication): it sends its
+ * current credential and gets the other's in the answer, and both records are replaced. A member does so after it
+ * refreshed its credential, and before dropping a peer whose recorded credential expired or whose key retired: the
+ * peer may hold a newer one. A failed re-authentication changes nothing; re-verification decides about the peer.
  */
 import type { Connection, Stream } from "@libp2p/interface"
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
@@ -15,6 +20,8 @@ export const LISTENER_DEADLINE = Duration.seconds(10)
 export const DIALER_DEADLINE = Duration.seconds(5)
 /** After a refusal the listener lets the dialer hang up first, so that the reason reaches it, but not for longer. */
 const REFUSAL_LINGER = Duration.seconds(1)
+/** A peer may re-authenticate a connection at most this often; more often is answered with a refusal. */
+const REAUTH_MIN_GAP_MS = 1_000
 
 export interface HandshakeDeps {
   readonly admissions: Admissions
@@ -73,6 +80,8 @@ const verify = (deps: HandshakeDeps, tracked: Tracked, credential: Uint8Array) =
 
 /** Listener side: the handler of `/mesh/auth/1.0.0`. */
 export const answer = (deps: HandshakeDeps, stream: Stream, connection: Connection): Effect.Effect<void> => {
+  const known = deps.admissions.tracked(connection)
+  if (known?.status === "authenticated") return answerReauthentication(deps, stream, known)
   // The dialer authenticates; a stream opened by the side that listened is not part of the protocol.
   if (connection.direction !== "inbound") return Effect.sync(() => stream.abort(new Error("unexpected auth stream")))
   const tracked = deps.admissions.track(connection)
@@ -145,3 +154,50 @@ export const expire = (deps: HandshakeDeps, connection: Connection): Effect.Effe
     Effect.asVoid,
   )
 }
+
+/** Listener side of a re-authentication: a new credential for a connection that is already authenticated. */
+const answerReauthentication = (deps: HandshakeDeps, stream: Stream, tracked: Tracked): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    const now = yield* Clock.currentTimeMillis
+    if (tracked.reauthenticatedAt !== undefined && now - tracked.reauthenticatedAt < REAUTH_MIN_GAP_MS) {
+      return yield* Effect.fail("re-authenticated too often")
+    }
+    tracked.reauthenticatedAt = now
+    const frame = yield* Effect.flatMap(receive(stream, "credential"), AuthProtocol.decodeFrame)
+    const verified = yield* verify(deps, tracked, frame.biscuit)
+    if (Either.isLeft(verified)) return yield* Effect.fail(verified.left)
+    deps.admissions.refresh(verified.right)
+    yield* send(stream, AuthProtocol.encodeResponse({ success: true, biscuit: yield* deps.credential }))
+  }).pipe(
+    Effect.timeoutFail({ duration: DIALER_DEADLINE, onTimeout: () => "no credential within the deadline" }),
+    Effect.catchAll((reason) =>
+      send(stream, AuthProtocol.encodeResponse({ success: false, error: reason })).pipe(
+        Effect.catchAll(() => Effect.sync(() => stream.abort(new Error(reason)))),
+        Effect.zipRight(
+          Effect.logDebug("mesh re-authentication refused").pipe(Effect.annotateLogs({ peer: tracked.peerId, reason })),
+        ),
+      ),
+    ),
+    Spans.withSpan("mesh.auth.reauthenticate", HANDSHAKE_SPAN("listener", tracked.peerId)),
+  )
+
+/**
+ * Either side of an authenticated connection: sends our current credential and records the one the peer answers
+ * with. Fails with the reason when the peer refused ours or its answer does not verify; the records stay as they were.
+ */
+export const reauthenticate = (deps: HandshakeDeps, tracked: Tracked): Effect.Effect<void, string> =>
+  Effect.gen(function* () {
+    const own = yield* deps.credential
+    const stream = yield* step("peer does not speak the mesh auth protocol", (signal) =>
+      tracked.connection.newStream(AuthProtocol.PROTOCOL, { runOnLimitedConnection: true, signal }),
+    )
+    yield* send(stream, AuthProtocol.encodeFrame({ biscuit: own }))
+    const response = yield* Effect.flatMap(receive(stream, "answer"), AuthProtocol.decodeResponse)
+    if (!response.success) return yield* Effect.fail(`refused by peer: ${AuthProtocol.remoteError(response.error)}`)
+    const verified = yield* verify(deps, tracked, response.biscuit)
+    if (Either.isLeft(verified)) return yield* Effect.fail(`peer credential refused: ${verified.left}`)
+    deps.admissions.refresh(verified.right)
+  }).pipe(
+    Effect.timeoutFail({ duration: DIALER_DEADLINE, onTimeout: () => "no answer within the deadline" }),
+    Spans.withSpan("mesh.auth.reauthenticate", HANDSHAKE_SPAN("dialer", tracked.peerId)),
+  )

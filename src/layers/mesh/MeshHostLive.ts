@@ -38,6 +38,7 @@ import {
   type MeshHostService,
   MeshListenError,
   MeshStartError,
+  type MeshTrust,
 } from "../../services/mesh/MeshHost.js"
 import * as Spans from "../observability/Spans.js"
 
@@ -167,16 +168,65 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         Effect.zipRight(Effect.logInfo("mesh peer dropped").pipe(Effect.annotateLogs({ peer, reason })), hangUp(peer)),
       )
 
+    /** Re-runs the auth exchange with the peer on one of its authenticated connections (see Handshake.ts). */
+    const reauthenticatePeer = (peer: string): Effect.Effect<void, string> => {
+      const connection = authenticatedConnections(peer)[0]
+      const tracked = connection === undefined ? undefined : admissions.tracked(connection)
+      return tracked === undefined
+        ? Effect.fail("no authenticated connection")
+        : Handshake.reauthenticate(deps, tracked)
+    }
+
+    /** After our credential changed: every authenticated peer gets the new one (and answers with its own). */
+    const reauthenticate: Effect.Effect<void> = Effect.suspend(() =>
+      Effect.forEach(
+        admissions.list(),
+        (known) =>
+          reauthenticatePeer(known.peerId).pipe(
+            Effect.catchAll((reason) =>
+              Effect.logDebug("mesh re-authentication failed").pipe(
+                Effect.annotateLogs({ peer: known.peerId, reason }),
+              ),
+            ),
+          ),
+        { concurrency: 16, discard: true },
+      ),
+    )
+
+    /** A recorded credential that expired or whose key retired may have a successor the peer can show us. */
+    const staleCredential = (reason: string) =>
+      reason === "credential has expired" || reason === "credential is signed by an unknown or retired key"
+
+    const reverifyPeer = (known: AuthenticatedPeer, now: number, trust: MeshTrust): Effect.Effect<void> => {
+      const checked = AuthProtocol.check(known.credential, known.peerId, trust, now)
+      if (Either.isRight(checked)) {
+        return Effect.sync(() => admissions.refresh(AuthProtocol.toPeer(checked.right, known.credential, now)))
+      }
+      if (!staleCredential(checked.left)) return drop(known.peerId, checked.left)
+      return reauthenticatePeer(known.peerId).pipe(
+        Effect.matchEffect({
+          onFailure: () => drop(known.peerId, checked.left),
+          onSuccess: () =>
+            Effect.logDebug("mesh peer re-authenticated").pipe(Effect.annotateLogs({ peer: known.peerId })),
+        }),
+      )
+    }
+
     const reverify: Effect.Effect<void> = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const trust = yield* options.trust
-      for (const known of admissions.list()) {
-        const checked = AuthProtocol.check(known.credential, known.peerId, trust, now)
-        if (Either.isLeft(checked)) yield* drop(known.peerId, checked.left)
-        else admissions.refresh(AuthProtocol.toPeer(checked.right, known.credential, now))
-      }
+      yield* Effect.forEach(admissions.list(), (known) => reverifyPeer(known, now, trust), {
+        concurrency: 16,
+        discard: true,
+      })
     })
     yield* Effect.forkScoped(Effect.repeat(Effect.delay(reverify, REVERIFY_EVERY), Schedule.forever))
+    if (options.credentialChanges !== undefined) {
+      yield* options.credentialChanges.pipe(
+        Stream.runForEach(() => reauthenticate),
+        Effect.forkScoped,
+      )
+    }
 
     const dial = (address: string, dialOptions?: { readonly requireRole?: string }) =>
       Effect.gen(function* () {
@@ -370,6 +420,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         ),
       disconnect: (peer) => drop(peer, "disconnected"),
       reverify,
+      reauthenticate,
       publish: (topic, data) =>
         Effect.tryPromise(() => libp2p.services.pubsub.publish(topic, data)).pipe(
           Effect.asVoid,
@@ -392,7 +443,13 @@ export const fromMembership = (
   Layer.scoped(
     MeshHost,
     Effect.flatMap(Membership, (member) =>
-      make({ ...options, seed: member.signer.seed, credential: member.credential, trust: member.trust }),
+      make({
+        ...options,
+        seed: member.signer.seed,
+        credential: member.credential,
+        credentialChanges: member.credentialChanges,
+        trust: member.trust,
+      }),
     ),
   )
 

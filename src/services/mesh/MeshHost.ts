@@ -66,6 +66,8 @@ export interface MeshHostService {
   readonly disconnect: (peerId: string) => Effect.Effect<void>
   /** Re-checks every authenticated peer against the current trust and clock; drops those that fail (ban, retired key, expiry). */
   readonly reverify: Effect.Effect<void>
+  /** Shows every authenticated peer our current credential again (after it changed) and records theirs. */
+  readonly reauthenticate: Effect.Effect<void>
   readonly publish: (topic: string, data: Uint8Array) => Effect.Effect<void>
   /** Messages on a gossip topic from authenticated peers, as a Stream. */
   readonly subscribe: (topic: string) => Stream.Stream<{ readonly from: string; readonly data: Uint8Array }>
@@ -78,6 +80,8 @@ export interface MeshHostOptions {
   readonly seed: Uint8Array
   /** Our current credential (it changes on refresh). */
   readonly credential: Effect.Effect<Uint8Array>
+  /** Emits when `credential` changed: the host then re-authenticates its connections with the new one. */
+  readonly credentialChanges?: Stream.Stream<void>
   readonly trust: Effect.Effect<MeshTrust>
   /** e.g. ["/ip4/127.0.0.1/tcp/0"] */
   readonly listen: ReadonlyArray<string>
