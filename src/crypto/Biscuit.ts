@@ -220,6 +220,23 @@ export const verify = (
   }
 }
 
+/**
+ * The root key id a credential names, read without verifying it (a member asks which of the control plane's keys
+ * signed its own credential); undefined when the bytes are not a biscuit or name no key id.
+ */
+export const rootKeyIdOf = (bytes: Uint8Array): number | undefined => {
+  let keyId: number | undefined
+  try {
+    Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) => {
+      keyId = typeof id === "number" ? id : undefined
+      return PublicKey.fromBytes(UNKNOWN_KEY, SignatureAlgorithm.Ed25519)
+    }).free()
+  } catch {
+    // The signature check fails against the stand-in key: expected, the id was read before it.
+  }
+  return keyId
+}
+
 /** The credential as text: standard base64, padded. */
 export const toText = (bytes: Uint8Array): string => Buffer.from(bytes).toString("base64")
 

@@ -39,7 +39,9 @@ const Hex = Schema.String.pipe(Schema.pattern(/^(?:[0-9a-f]{2})+$/))
 const Key = Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/))
 const IdentityFile = Schema.Struct({ seed: Key })
 const CredentialFile = Schema.Struct({ credential: Hex, issuedAt: Schema.Number, expiresAt: Schema.Number })
-const TrustedKeysFile = Schema.Array(Schema.Struct({ id: Schema.Int, publicKey: Key }))
+const TrustedKeysFile = Schema.Array(
+  Schema.Struct({ id: Schema.Int, publicKey: Key, retiresAt: Schema.optional(Schema.Number) }),
+)
 const ControlPlaneFile = Schema.Struct({ url: Schema.String })
 
 /** What the file is, and what the operator can do about a bad one. */
@@ -100,14 +102,14 @@ export const inDirectory = (dir: string): MemberStore => {
       read("trusted-keys.json", TrustedKeysFile),
       Option.match({
         onNone: () => [],
-        onSome: (keys) => keys.map((k) => ({ id: k.id, publicKey: bytes(k.publicKey) })),
+        onSome: (keys) => keys.map((k) => ({ id: k.id, publicKey: bytes(k.publicKey), retiresAt: k.retiresAt })),
       }),
     ),
     saveTrusted: (keys) =>
       Effect.sync(() =>
         writePrivate(
           file("trusted-keys.json"),
-          JSON.stringify(keys.map((k) => ({ id: k.id, publicKey: hex(k.publicKey) }))),
+          JSON.stringify(keys.map((k) => ({ id: k.id, publicKey: hex(k.publicKey), retiresAt: k.retiresAt }))),
         ),
       ),
     loadControlPlane: Effect.map(

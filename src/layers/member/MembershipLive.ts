@@ -1,12 +1,31 @@
 /**
  * Membership over the ControlPlaneClient. At start: load or make the key, enroll if there is no usable credential
  * (bootstrap token, polling while the request is queued, or an ID token), then read keys and bans. Two fibers keep
- * it current: one refreshes the credential when a third of its lifetime is left, one re-reads keys and bans every
- * sync interval.
+ * it current: one refreshes the credential when `CredentialSchedule` says (a third of its lifetime left, before its
+ * key retires, and soon after a newer key appears, whether a `key_rotation` event or a sync brought it), one
+ * re-reads keys and bans every sync interval. A credential whose key retired while the member was away is reported
+ * (`credentialProblem`, a warning) with what the operator can do, until a refresh or enrollment succeeds.
  */
 import { type Timestamp, timestampMs } from "@bufbuild/protobuf/wkt"
-import { Clock, Duration, Effect, Either, Layer, Option, Redacted, Ref, Schedule, type Scope } from "effect"
+import {
+  Clock,
+  Duration,
+  Effect,
+  Either,
+  Layer,
+  Option,
+  PubSub,
+  Queue,
+  Random,
+  Redacted,
+  Ref,
+  Schedule,
+  type Scope,
+  Stream,
+} from "effect"
+import * as Biscuit from "../../crypto/Biscuit.js"
 import * as Ed25519 from "../../crypto/Ed25519.js"
+import * as CredentialSchedule from "../../domain/CredentialSchedule.js"
 import * as KeySet from "../../domain/KeySet.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import { EnrollmentStatus } from "../../gen/mesh_pb.js"
@@ -19,14 +38,21 @@ import {
 } from "../../services/member/Membership.js"
 import * as MemberStore from "./MemberStore.js"
 
-/** Pause after a failed refresh or sync before the next attempt. */
-const RETRY_AFTER = Duration.seconds(30)
-
 interface Current {
   readonly credential: Uint8Array
   readonly issuedAt: number
   readonly expiresAt: number
 }
+
+const held = (current: Current): CredentialSchedule.Held => ({
+  issuedAt: current.issuedAt,
+  expiresAt: current.expiresAt,
+  keyId: Biscuit.rootKeyIdOf(current.credential),
+})
+
+/** What an operator can do for a member whose credential's key retired, in one line. */
+const RETIRED_ADVICE =
+  "let it recover on its own (autonomous recovery, in the operator API), give it a new bootstrap token, or approve it again"
 
 const expiryOf = (time: Timestamp | undefined, fallback: number) => (time === undefined ? fallback : timestampMs(time))
 
@@ -48,6 +74,12 @@ export const make = (
     const signer: Signer = { peerId: PeerKey.peerIdOf(publicKey), seed, publicKey }
 
     const trusted = yield* Ref.make<ReadonlyArray<KeySet.PublicSigningKey>>(yield* store.loadTrusted)
+    const planned = yield* Ref.make<CredentialSchedule.PlannedMove | undefined>(undefined)
+    /** Why the credential cannot be used, while it cannot. */
+    const problem = yield* Ref.make(Option.none<string>())
+    /** Wakes the refresh fiber to plan again (new keys, a new credential). */
+    const wake = yield* Queue.sliding<void>(1)
+    const changes = yield* PubSub.unbounded<void>()
     const banned = yield* Ref.make<ReadonlySet<string>>(new Set())
     const routers = yield* Ref.make<ReadonlyArray<string>>([])
 
@@ -113,6 +145,12 @@ export const make = (
       ),
     )
 
+    const saved = yield* store.loadCredential
+    const startedAt = yield* Clock.currentTimeMillis
+    const current = yield* Ref.make<Current>(
+      Option.isSome(saved) && saved.value.expiresAt > startedAt ? saved.value : yield* enroll,
+    )
+
     const syncKeys = Effect.gen(function* () {
       const body = yield* client.keys
       const now = yield* Clock.currentTimeMillis
@@ -123,6 +161,15 @@ export const make = (
       })
       yield* Ref.set(trusted, keys)
       yield* store.saveTrusted(keys)
+      const draw = yield* Random.next
+      const move = CredentialSchedule.planMove(held(yield* Ref.get(current)), keys, yield* Ref.get(planned), now, draw)
+      if (move !== undefined) {
+        yield* Ref.set(planned, move)
+        yield* Effect.logInfo("control plane has a new signing key; the credential moves to it").pipe(
+          Effect.annotateLogs({ key_id: move.newestKeyId, refresh_in_ms: move.at - now }),
+        )
+      }
+      yield* Queue.offer(wake, undefined)
     })
 
     const syncInfo = Effect.gen(function* () {
@@ -132,41 +179,78 @@ export const make = (
     })
 
     const sync = Effect.zipRight(syncKeys, syncInfo)
-
-    const saved = yield* store.loadCredential
-    const now = yield* Clock.currentTimeMillis
-    const current = yield* Ref.make<Current>(
-      Option.isSome(saved) && saved.value.expiresAt > now ? saved.value : yield* enroll,
-    )
     yield* sync
 
-    const refresh = Effect.gen(function* () {
-      const { credential } = yield* Ref.get(current)
-      const answer = yield* client.refresh(signer, credential).pipe(
-        Effect.map((a) => ({ credential: a.biscuitToken, expiresAt: expiryOf(a.expireTime, 0) })),
-        // A superseded or retired credential: enroll again (an approved peer needs no new approval).
-        Effect.catchTag("ControlPlaneRefused", (refused) =>
-          refused.status === 401
-            ? Effect.map(enroll, (c) => ({ credential: c.credential, expiresAt: c.expiresAt }))
-            : Effect.fail(refused),
-        ),
-      )
-      yield* Ref.set(current, yield* keep(answer.credential, answer.expiresAt))
-      yield* Effect.logDebug("credential refreshed")
-    })
+    const refresh = (due: CredentialSchedule.Due) =>
+      Effect.gen(function* () {
+        const { credential } = yield* Ref.get(current)
+        const answer = yield* client.refresh(signer, credential).pipe(
+          Effect.map((a) => ({ credential: a.biscuitToken, expiresAt: expiryOf(a.expireTime, 0) })),
+          // A superseded or retired credential: enroll again (an approved peer needs no new approval).
+          Effect.catchTag("ControlPlaneRefused", (refused) =>
+            refused.status === 401
+              ? Effect.map(enroll, (c) => ({ credential: c.credential, expiresAt: c.expiresAt }))
+              : Effect.fail(refused),
+          ),
+        )
+        yield* Ref.set(current, yield* keep(answer.credential, answer.expiresAt))
+        yield* Ref.set(problem, Option.none())
+        yield* PubSub.publish(changes, undefined)
+        yield* Effect.logDebug("credential refreshed").pipe(Effect.annotateLogs({ reason: due._tag }))
+      })
 
-    // Refresh when a third of the lifetime is left.
+    /** Says, once per credential, that its key retired before it moved; then the refresh decides what happens. */
+    const reportRetired = (due: Extract<CredentialSchedule.Due, { _tag: "KeyRetired" }>) =>
+      Effect.gen(function* () {
+        if (Option.isSome(yield* Ref.get(problem))) return
+        const reason = `the credential's signing key (${due.keyId}) has retired: it cannot be verified until a refresh or a new enrollment succeeds`
+        yield* Ref.set(problem, Option.some(reason))
+        yield* Effect.logWarning("credential signed by a retired key").pipe(Effect.annotateLogs({ key_id: due.keyId }))
+      })
+
+    const failed = (due: CredentialSchedule.Due, error: MembershipError | ControlPlaneError) =>
+      Effect.gen(function* () {
+        if (due._tag !== "KeyRetired") return
+        const reason = `the credential's signing key (${due.keyId}) retired while this member was away, and the control plane did not renew it: ${error.message}. To rejoin: ${RETIRED_ADVICE}`
+        yield* Ref.set(problem, Option.some(reason))
+        yield* Effect.logError(reason)
+      })
+
+    /** Waits until `at` or until woken; true when woken. */
+    const waitUntil = (at: number) =>
+      Effect.gen(function* () {
+        const wait = Math.max(0, at - (yield* Clock.currentTimeMillis))
+        return yield* Effect.raceFirst(
+          Effect.as(Effect.sleep(Duration.millis(wait)), false),
+          Effect.as(Queue.take(wake), true),
+        )
+      })
+
     const refreshLoop = Effect.gen(function* () {
-      const { issuedAt, expiresAt } = yield* Ref.get(current)
-      const due = expiresAt - (expiresAt - issuedAt) / 3
-      const wait = Math.max(0, due - (yield* Clock.currentTimeMillis))
-      yield* Effect.sleep(Duration.millis(wait))
-      yield* refresh.pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(Effect.logWarning("credential refresh failed; retrying", cause), Effect.sleep(RETRY_AFTER)),
+      const now = yield* Clock.currentTimeMillis
+      const held_ = held(yield* Ref.get(current))
+      const keys = yield* Ref.get(trusted)
+      const due = CredentialSchedule.nextRefresh(held_, keys, yield* Ref.get(planned), now)
+      if (due._tag === "KeyRetired") yield* reportRetired(due)
+      if (yield* waitUntil(due.at)) return
+      yield* refresh(due).pipe(
+        Effect.catchAll((error) =>
+          Effect.gen(function* () {
+            yield* failed(due, error)
+            const delay = CredentialSchedule.retryDelay(held_, keys, yield* Clock.currentTimeMillis)
+            yield* Effect.logWarning("credential refresh failed; retrying").pipe(
+              Effect.annotateLogs({ error: error.message, retry_in_ms: delay }),
+            )
+            yield* waitUntil((yield* Clock.currentTimeMillis) + delay)
+          }),
         ),
       )
-    }).pipe(Effect.forever)
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(Effect.logWarning("credential refresh failed", cause), Effect.sleep(Duration.seconds(30))),
+      ),
+      Effect.forever,
+    )
     yield* Effect.forkScoped(refreshLoop)
 
     yield* sync.pipe(
@@ -190,6 +274,8 @@ export const make = (
       signer,
       credential: Effect.map(Ref.get(current), (c) => c.credential),
       credentialExpiresAt: Effect.map(Ref.get(current), (c) => c.expiresAt),
+      credentialChanges: Stream.fromPubSub(changes),
+      credentialProblem: Ref.get(problem),
       trust,
       trustedKeys: Effect.map(Ref.get(trusted), (keys) => keys.map((k) => k.publicKey)),
       routers: Ref.get(routers),

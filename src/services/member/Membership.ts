@@ -3,7 +3,7 @@
  * before it expires), the control-plane keys it trusts (taken from enrollment, then only from key sets a trusted key
  * signed) and the bans it knows (from /info and mesh events).
  */
-import { Context, Data, type Duration, type Effect, type Option, type Redacted } from "effect"
+import { Context, Data, type Duration, type Effect, type Option, type Redacted, type Stream } from "effect"
 import type * as MeshEventCodec from "../../domain/MeshEventCodec.js"
 import type { MeshTrust } from "../mesh/MeshHost.js"
 import type { ControlPlaneError, Signer } from "./ControlPlaneClient.js"
@@ -28,6 +28,10 @@ export interface MembershipService {
   readonly signer: Signer
   readonly credential: Effect.Effect<Uint8Array>
   readonly credentialExpiresAt: Effect.Effect<number>
+  /** Emits after the credential changed (refreshed, or enrolled again). */
+  readonly credentialChanges: Stream.Stream<void>
+  /** Why the credential cannot be used now (its key retired and no renewal succeeded yet), with what to do. */
+  readonly credentialProblem: Effect.Effect<Option.Option<string>>
   readonly trust: Effect.Effect<MeshTrust>
   /** Raw public keys trusted now, to check signed mesh events. */
   readonly trustedKeys: Effect.Effect<ReadonlyArray<Uint8Array>>
