@@ -89,4 +89,25 @@ describe("mesh-control-plane command line", () => {
     expect(result.status).toBe(2)
     expect(lines(result.stderr)).toEqual(["mesh-control-plane: --request-timeout: must be more than 0"])
   })
+
+  it("refuses a grace period too short for members to move to a new key, in one line", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--key-grace-period", "20m"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toHaveLength(1)
+    expect(result.stderr).toContain(
+      "--key-grace-period 20m is shorter than 3 × --member-sync-interval (15m): a member that misses the key_rotation event",
+    )
+    // Members that sync every 5 s make 20 s enough; the check is then passed and the next refusal is another one.
+    const fast = runBin("mesh-control-plane", [
+      "--issuer",
+      "http://issuer",
+      "--key-grace-period",
+      "20s",
+      "--member-sync-interval",
+      "5s",
+      "--request-timeout",
+      "0",
+    ])
+    expect(lines(fast.stderr)).toEqual(["mesh-control-plane: --request-timeout: must be more than 0"])
+  })
 })

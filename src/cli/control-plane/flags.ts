@@ -2,6 +2,7 @@
 import { Effect, Option, Redacted } from "effect"
 import { defaults } from "../../config/ControlPlaneConfig.js"
 import type { DatabaseConfig } from "../../config/DatabaseConfig.js"
+import * as KeyDurations from "../../domain/KeyDurations.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 
@@ -76,7 +77,8 @@ export const server = {
   biscuitTtl: Flag.duration("biscuit-ttl", {
     env: "MESH_BISCUIT_TTL",
     fallback: defaults.biscuitTtl,
-    description: "Credential lifetime.",
+    description:
+      "Credential lifetime; a credential never outlives the key that signs it (next rotation plus the grace period), so more than --key-rotation-interval plus --key-grace-period is never used.",
   }),
   oidcSessionTtl: Flag.duration("oidc-session-ttl", {
     env: "MESH_OIDC_SESSION_TTL",
@@ -86,12 +88,19 @@ export const server = {
   keyRotationInterval: Flag.duration("key-rotation-interval", {
     env: "MESH_KEY_ROTATION_INTERVAL",
     fallback: defaults.keyRotationInterval,
-    description: "How often a new signing key is generated; 0 disables rotation.",
+    description:
+      "How often a new signing key is generated; 0 disables rotation. Members move to the new key as soon as they learn of it (the key_rotation event, or their next key sync).",
   }),
   keyGracePeriod: Flag.duration("key-grace-period", {
     env: "MESH_KEY_GRACE_PERIOD",
     fallback: defaults.keyGracePeriod,
-    description: "How long a rotated-out key stays accepted.",
+    description: `How long a rotated-out key stays accepted: the time members have to move to the new key. At least ${KeyDurations.GRACE_PER_SYNC} times --member-sync-interval, or the control plane refuses to start.`,
+  }),
+  memberSyncInterval: Flag.duration("member-sync-interval", {
+    env: "MESH_MEMBER_SYNC_INTERVAL",
+    fallback: KeyDurations.DEFAULT_MEMBER_SYNC,
+    description:
+      "The longest key-sync interval of this mesh's routers and nodes (their --keys-sync-interval and --control-plane-sync-interval), which a member that missed the key_rotation event waits before it sees a new key. Only checked against --key-grace-period.",
   }),
   leaseDuration: Flag.duration("lease-duration", {
     env: "MESH_LEASE_DURATION",

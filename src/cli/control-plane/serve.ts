@@ -2,6 +2,7 @@
 import type { Command } from "@effect/cli"
 import { Duration, Effect, Layer, Option } from "effect"
 import { type ControlPlaneSettings, SHUTDOWN_GRACE } from "../../config/ControlPlaneConfig.js"
+import * as KeyDurations from "../../domain/KeyDurations.js"
 import * as ControlPlaneLive from "../../layers/ControlPlaneLive.js"
 import * as Logging from "../../layers/Logging.js"
 import * as Tracing from "../../layers/observability/Tracing.js"
@@ -17,6 +18,16 @@ export const settingsFromFlags = (flags: ServerFlags) =>
     if (issuers.length === 0) {
       return yield* new UsageError({ message: "--issuer is required (or MESH_OIDC_ISSUER)" })
     }
+    const durations = {
+      keyRotationInterval: flags.keyRotationInterval,
+      keyGracePeriod: flags.keyGracePeriod,
+      biscuitTtl: flags.biscuitTtl,
+      memberSyncInterval: flags.memberSyncInterval,
+    }
+    const refused = KeyDurations.refusal(durations)
+    if (refused !== undefined) return yield* new UsageError({ message: refused })
+    const warned = KeyDurations.warning(durations)
+    if (warned !== undefined) yield* Effect.logWarning(warned)
     const allowedAudiences = Flag.list(flags.allowedAudiences)
     if (allowedAudiences.length === 0) {
       return yield* new UsageError({ message: "--allowed-audiences: no audience given" })
