@@ -145,10 +145,35 @@ export const make = (
       ),
     )
 
+    /**
+     * A saved credential that expired while the member was away (or whose key retired): renewed if the control plane
+     * still will (a live key, or autonomous recovery), else enrolled again; if neither works, the reason and the
+     * operator's options in one message.
+     */
+    const renewAtStart = (saved: Current): Effect.Effect<Current, MembershipError | ControlPlaneError> =>
+      client.refresh(signer, saved.credential).pipe(
+        Effect.flatMap((a) => keep(a.biscuitToken, expiryOf(a.expireTime, 0))),
+        Effect.catchTag("ControlPlaneRefused", (refused) =>
+          refused.status === 401
+            ? enroll.pipe(
+                Effect.mapError(
+                  (error) =>
+                    new MembershipError({
+                      reason: `the saved credential expired while this member was away and the control plane did not renew it (${refused.reason}); enrolling again failed: ${error.message}. To rejoin: ${RETIRED_ADVICE}`,
+                    }),
+                ),
+              )
+            : Effect.fail<MembershipError | ControlPlaneError>(refused),
+        ),
+      )
+
     const saved = yield* store.loadCredential
     const startedAt = yield* Clock.currentTimeMillis
     const current = yield* Ref.make<Current>(
-      Option.isSome(saved) && saved.value.expiresAt > startedAt ? saved.value : yield* enroll,
+      yield* Option.match(saved, {
+        onNone: () => enroll,
+        onSome: (c) => (c.expiresAt > startedAt ? Effect.succeed(c) : renewAtStart(c)),
+      }),
     )
 
     const syncKeys = Effect.gen(function* () {

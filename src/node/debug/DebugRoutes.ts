@@ -134,8 +134,9 @@ const tokenInfo = memberOr(
     const now = yield* Clock.currentTimeMillis
     const verified = Biscuit.verify(credential, (yield* membership.trust).keyFor, now)
     const expires = yield* membership.credentialExpiresAt
+    const problem = Option.getOrNull(yield* membership.credentialProblem)
     return Either.match(verified, {
-      onLeft: (failure) => ({ credential: { valid: false, reason: failure, expires_at: iso(expires) } }),
+      onLeft: (failure) => ({ credential: { valid: false, reason: failure, expires_at: iso(expires), problem } }),
       onRight: ({ facts, keyId }) => ({
         credential: {
           valid: true,
@@ -144,6 +145,7 @@ const tokenInfo = memberOr(
           labels: facts.labels,
           expires_at: iso(facts.expiresAtMs),
           expires_in_seconds: Math.max(0, Math.floor((facts.expiresAtMs - now) / 1000)),
+          problem,
           ...(facts.identity === undefined
             ? {}
             : { identity: { issuer: facts.identity.issuer, subject: facts.identity.subject } }),

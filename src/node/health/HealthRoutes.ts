@@ -3,17 +3,23 @@
  * from a 503 on `/mcp`), `/readyz` also saying where the node stands; `/metrics` is the Prometheus text.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Context, Effect, Option } from "effect"
+import { Membership } from "../../services/member/Membership.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import * as Route from "../Route.js"
 
+/** Where the node stands, and why it cannot serve when it cannot (a failed join, a credential that no one accepts). */
 const meshState = Effect.gen(function* () {
   const lifecycle = yield* NodeLifecycle
   const phase = yield* lifecycle.phase
-  if (phase._tag === "LoginRequired") return "login_required"
-  if (phase._tag === "Starting") return "joining"
-  return (yield* lifecycle.connected) ? "connected" : "disconnected"
+  if (phase._tag === "LoginRequired") return { mesh: "login_required" }
+  if (phase._tag === "Starting") {
+    return { mesh: "joining", ...Option.match(phase.lastError, { onNone: () => ({}), onSome: (why) => ({ why }) }) }
+  }
+  const mesh = (yield* lifecycle.connected) ? "connected" : "disconnected"
+  const problem = yield* Context.get(phase.context as Context.Context<Membership>, Membership).credentialProblem
+  return { mesh, ...Option.match(problem, { onNone: () => ({}), onSome: (why) => ({ why }) }) }
 })
 
 export const routes = [
@@ -31,7 +37,7 @@ export const routes = [
     label: "readyz",
     access: "open",
     availability: "always",
-    handler: Effect.flatMap(meshState, (mesh) => HttpServerResponse.json({ status: "ready", mesh })),
+    handler: Effect.flatMap(meshState, (state) => HttpServerResponse.json({ status: "ready", ...state })),
   }),
   Route.make({
     methods: ["GET"],
