@@ -13,6 +13,7 @@ import * as OidcLive from "./enrollment/OidcLive.js"
 import * as RegistrationLive from "./enrollment/RegistrationLive.js"
 import * as UsersLive from "./enrollment/UsersLive.js"
 import * as MeshEventsLibp2p from "./events/MeshEventsLibp2p.js"
+import * as MeshEventsMemory from "./events/MeshEventsMemory.js"
 import * as ChallengesLive from "./identity/ChallengesLive.js"
 import * as CredentialRefreshLive from "./identity/CredentialRefreshLive.js"
 import * as CredentialsLive from "./identity/CredentialsLive.js"
@@ -41,11 +42,19 @@ export const database = (settings: ControlPlaneSettings) =>
  * Every capability of the control plane, without the HTTP server. Each tier sees the tiers below it; mesh events sit
  * between the leases they need (to find routers) and the bans and policy that announce through them.
  */
-export const services = (settings: ControlPlaneSettings) =>
+export interface Options {
+  /**
+   * Where mesh events go: the mesh (default), or only the in-memory record (tests of members that must do without
+   * them, as when every event is lost).
+   */
+  readonly events?: "mesh" | "memory"
+}
+
+export const services = (settings: ControlPlaneSettings, options: Options = {}) =>
   Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer).pipe(
     Layer.provideMerge(Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer)),
     Layer.provideMerge(Layer.mergeAll(BansLive.layer, PolicyLive.layer)),
-    Layer.provideMerge(MeshEventsLibp2p.layer),
+    Layer.provideMerge(options.events === "memory" ? MeshEventsMemory.layer : MeshEventsLibp2p.layer),
     Layer.provideMerge(Layer.mergeAll(LeasesLive.layer, CatalogLive.layer)),
     Layer.provideMerge(
       Layer.mergeAll(
@@ -78,8 +87,8 @@ export const services = (settings: ControlPlaneSettings) =>
  * The whole control plane, serving HTTP on the configured address. Whoever runs it provides tracing
  * (`observability/Tracing.ts`): off, spans are no-ops.
  */
-export const layer = (settings: ControlPlaneSettings) =>
+export const layer = (settings: ControlPlaneSettings, options: Options = {}) =>
   Server.layer(settings.bindAddress, {
     requestTimeout: settings.requestTimeout,
     shutdownGrace: settings.shutdownGrace,
-  }).pipe(Layer.provideMerge(services(settings)))
+  }).pipe(Layer.provideMerge(services(settings, options)))

@@ -39,6 +39,8 @@ export type ControlPlaneClient = Effect.Effect.Success<ReturnType<typeof client>
 export type Overrides = Partial<ControlPlaneConfig.ControlPlaneSettings> & {
   /** Tracing for this control plane (`Tracing.layer`); off by default. */
   readonly tracing?: Layer.Layer<never>
+  /** `memory`: mesh events are recorded but never reach the mesh, as if every one was lost. */
+  readonly events?: ControlPlaneLive.Options["events"]
 }
 
 export const DEFAULT_ISSUER = "http://127.0.0.1:1/unused-issuer"
@@ -47,6 +49,7 @@ export const DEFAULT_ADMIN_TOKEN = "harness-admin-token"
 /** Starts a control plane for the life of the scope. */
 export const make = ({
   tracing = Tracing.off,
+  events,
   ...overrides
 }: Overrides = {}): Effect.Effect<ControlPlaneHarness, unknown, Scope.Scope> =>
   Effect.gen(function* () {
@@ -64,7 +67,7 @@ export const make = ({
     })
     // Quiet by default: a test reads answers, not the server's info lines; pass `logLevel` to see them.
     const context = yield* Layer.build(
-      ControlPlaneLive.layer(settings).pipe(
+      ControlPlaneLive.layer(settings, events === undefined ? {} : { events }).pipe(
         Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning)),
         Layer.provide(tracing),
       ),
