@@ -199,7 +199,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
 
         yield* Effect.promise(() => transport.terminateSession())
         yield* Effect.promise(() => client.close())
-        // The session is gone at the server: a request naming it is refused.
+        // The session is gone at the server: a request naming it gets the reference server's own refusal (400 with
+        // its JSON-RPC error, where the MCP transport says 404), passed on unchanged: not a refusal by either node.
         const after = yield* call(a.url, `/mesh/${bId}/mcp/everything`, {
           method: "POST",
           headers: {
@@ -211,8 +212,11 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
           },
           body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
         })
-        expect(after.status).toBeGreaterThanOrEqual(400)
-        expect(after.status).toBeLessThan(500)
+        expect(after.status).toBe(400)
+        expect(JSON.parse(after.body)).toEqual({
+          jsonrpc: "2.0",
+          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
+        })
       }),
   )
 
