@@ -69,11 +69,18 @@ const issue = (dir: string, ca: string, name: string, san: string) => {
 }
 
 /** GET over TLS, trusting `ca`, presenting the client certificate when given; the status, or the error's code. */
-const get = (url: string, path: string, ca: string, client?: { cert: string; key: string }) =>
+const get = (
+  url: string,
+  path: string,
+  ca: string,
+  client?: { cert: string; key: string },
+  headers: Record<string, string> = {},
+) =>
   Effect.promise(
     () =>
       new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
         const req = request(`${url}${path}`, {
+          headers,
           ca: readFileSync(ca),
           ...(client === undefined ? {} : { cert: readFileSync(client.cert), key: readFileSync(client.key) }),
         })
@@ -157,5 +164,36 @@ describe("local API over mTLS", () => {
           expect(yield* handshake(port, ca, stranger)).toBe("closed")
         }),
       ),
+  )
+
+  it.live("TLS without --tls-ca: the token is still needed, and identity evidence is refused with it", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dir = yield* NodeHarness.tempDir
+        authority(dir, "ca")
+        const server = issue(dir, "ca", "server", "IP:127.0.0.1")
+        const client = issue(dir, "ca", "client", "DNS:client")
+        const cp = yield* Harness.make({ autoApproveEnrollment: true })
+        const router = yield* RouterHarness.make(cp)
+        const node = yield* NodeHarness.make(cp, {
+          overrides: { tls: Option.some({ certPath: server.cert, keyPath: server.key, caPath: Option.none() }) },
+        })
+        yield* node.connected
+        const url = node.url.replace("http://", "https://")
+        const ca = join(dir, "ca.pem")
+        const token = { "x-mesh-authentication": `Bearer ${node.apiToken}` }
+
+        expect(yield* get(url, "/debug/mesh-info", ca, undefined, token)).toMatchObject({ status: 200 })
+        // A client certificate is no credential here: nothing asked for it, nothing checked it.
+        expect(yield* get(url, "/debug/mesh-info", ca, client)).toMatchObject({ status: 401 })
+        for (const path of ["/mesh/identity", `/mesh/peer/${router.peerId}/evidence`]) {
+          for (const presented of [undefined, client]) {
+            const refused = yield* get(url, path, ca, presented, token)
+            expect([path, refused]).toMatchObject([path, { status: 403 }])
+            expect(JSON.parse((refused as { body: string }).body).error).toBe("strong_transport_required")
+          }
+        }
+      }),
+    ),
   )
 })
