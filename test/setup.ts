@@ -1,2 +1,25 @@
 // Loaded before every test file, as every entry point loads it before anything else.
 import "../src/platform/biscuit-wasm.js"
+import { Effect, Either, Exit, Option } from "effect"
+import { beforeEach } from "vitest"
+import { getFn, setFn } from "vitest/suite"
+
+/**
+ * A test written with plain `it` whose function returns an Effect passes without running a line of it: vitest awaits
+ * the Effect as a plain value. Every test's function is wrapped here, before it runs, to fail such a test. (Option,
+ * Either and Exit are Effects too, and a test built with `it.effect` may end with one: those are values, not work.)
+ */
+const checked = new WeakSet<object>()
+
+beforeEach(({ task }) => {
+  const fn = getFn(task)
+  if (checked.has(fn)) return
+  const wrapped = async (): Promise<void> => {
+    const result: unknown = await fn()
+    if (Effect.isEffect(result) && !Option.isOption(result) && !Either.isEither(result) && !Exit.isExit(result)) {
+      throw new Error("this test returned an Effect that never ran: write it with it.effect, it.scoped or it.live")
+    }
+  }
+  checked.add(wrapped)
+  setFn(task, wrapped)
+})

@@ -39,7 +39,10 @@ const ServiceEntry = Schema.Struct({
   name: Schema.String.pipe(
     Schema.filter((name) => SERVICE_NAME.test(name) || "must be 1-64 letters, digits, '.', '_' or '-'"),
   ),
-  type: Schema.Literal(...SERVICE_TYPES).annotations({ message: () => `must be one of ${SERVICE_TYPES.join(", ")}` }),
+  // A union of literals reports each member's own "Expected ..." unless the union's message overrides them.
+  type: Schema.Literal(...SERVICE_TYPES).annotations({
+    message: () => ({ message: `must be one of ${SERVICE_TYPES.join(", ")}`, override: true }),
+  }),
   description: Schema.optionalWith(Schema.String, { default: () => "" }),
   target_url: Schema.optional(HttpUrl),
   /** A stdio MCP server the node runs itself: argv, first the program. */

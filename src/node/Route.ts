@@ -16,7 +16,7 @@ import { Context, type Effect } from "effect"
 export type Access = "open" | "token" | "forwarding" | "strong"
 
 /**
- * - `always`: answers in every phase (health, debug, metrics; `/mcp` decides for itself).
+ * - `always`: answers in every phase (health, debug; `/mcp` decides for itself).
  * - `member`: needs the node's identity.
  * - `connected`: needs an authenticated router connection.
  */

@@ -32,7 +32,7 @@ const runNode = (args: ReadonlyArray<string>) =>
   )
 
 describe("mesh-node run command line", () => {
-  it("a bad configuration file stops it with exit 2 and one line naming the key", () =>
+  it.live("a bad configuration file stops it with exit 2 and one line naming the key", () =>
     Effect.gen(function* () {
       const dir = yield* NodeHarness.tempDir
       const config = join(dir, "mesh-node.yaml")
@@ -46,7 +46,8 @@ describe("mesh-node run command line", () => {
       const typo = runBin("mesh-node", ["run", "--data-dir", dir])
       expect(typo.status).toBe(2)
       expect(typo.stderr).toContain("lables: is unexpected")
-    }).pipe(Effect.scoped))
+    }).pipe(Effect.scoped),
+  )
 
   it.live(
     "enrolls with a bootstrap token file, serves its API with the token it wrote 0600, and stops on SIGTERM with 0",

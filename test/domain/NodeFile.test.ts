@@ -36,4 +36,9 @@ describe("mesh-node.yaml", () => {
       Either.left("services[0].env: applies only to a service that runs a command"),
     )
   })
+  it("a service type outside mcp, inference and a2a is named with the types allowed", () => {
+    expect(NodeFile.parse("services:\n  - name: files\n    type: ftp\n    target_url: http://127.0.0.1:1\n")).toEqual(
+      Either.left("services[0].type: must be one of mcp, inference, a2a"),
+    )
+  })
 })

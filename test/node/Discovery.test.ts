@@ -5,8 +5,8 @@ import { Discovery } from "../../src/services/discovery/Discovery.js"
 import { LocalServices } from "../../src/services/local/LocalServices.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
-import { freePort } from "../../src/testing/Ports.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import * as Forwarder from "../scale/Forwarder.js"
 import { admin, setPolicy } from "../support/admin.js"
 import * as Backends from "../support/backends.js"
 import { eventually, socket, tcp, tokenHeader } from "./support.js"
@@ -198,12 +198,11 @@ describe("publication and discovery", () => {
         Effect.gen(function* () {
           const cp = yield* mesh
           const tools = yield* Backends.mcp(["echo"])
-          const port = yield* Effect.promise(freePort)
+          // The late backend's address is held from the start, cutting every connection until the backend is up.
+          const nothing = yield* Backends.down
+          const address = yield* Forwarder.make(nothing.port)
           const b = yield* started(cp, {
-            file: file([
-              service("mcp", "up", `${tools.url}/mcp`),
-              service("inference", "late", `http://127.0.0.1:${port}`),
-            ]),
+            file: file([service("mcp", "up", `${tools.url}/mcp`), service("inference", "late", address.url)]),
           })
           const a = yield* started(cp)
           // Once B's published service is found, B has announced what it will: the other one is not there.
@@ -223,7 +222,7 @@ describe("publication and discovery", () => {
           )
           yield* eventually(10, reported, (names) => names.join() === "up")
 
-          yield* Backends.inference(["tiny-1"], port)
+          yield* address.target((yield* Backends.inference(["tiny-1"])).port)
           const found = yield* eventually(60, discover(a.node, "type=inference"), (rows) => rows.length === 1)
           expect(found[0]).toMatchObject({ peer_id: b.peerId, srv_name: "late" })
           expect(Option.map(yield* local.lookup("inference", "late"), (s) => [s.state, s.keys])).toEqual(

@@ -17,9 +17,9 @@ import { PeerMcp } from "../../src/services/mcp/PeerMcp.js"
 import { MeshHost } from "../../src/services/mesh/MeshHost.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
-import { freePort } from "../../src/testing/Ports.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { socketFetch } from "../../src/testing/SocketFetch.js"
+import * as Forwarder from "../scale/Forwarder.js"
 import { setPolicy } from "../support/admin.js"
 import * as Backends from "../support/backends.js"
 import { eventually, mcpHeaders, tokenHeader } from "./support.js"
@@ -359,14 +359,21 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
       const expected = (yield* Effect.promise(() =>
         direct.callTool({ name: "echo", arguments: { text: "through the mesh" } }),
       )) as CallToolResult
-      const results = yield* Effect.forEach([1, 2, 3], () =>
+      const peerMcp = yield* memberService(a, PeerMcp)
+      const first = yield* call(client, "call_remote_tool", {
+        peer_id: bId,
+        tool_name: "mcp://tools/echo",
+        arguments: { text: "through the mesh" },
+      })
+      const held = yield* peerMcp.sessions
+      const results = yield* Effect.forEach([2, 3], () =>
         call(client, "call_remote_tool", {
           peer_id: bId,
           tool_name: "mcp://tools/echo",
           arguments: { text: "through the mesh" },
         }),
       )
-      for (const result of results) {
+      for (const result of [first, ...results]) {
         expect(result.content).toEqual(expected.content)
         expect(result.isError).toBeUndefined()
         expect(result.structuredContent).toEqual(expected)
@@ -376,8 +383,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
       expect(failed.content).toEqual([{ type: "text", text: "it failed on purpose" }])
       // Every call from A, and its searches before, went over one session with the backend.
       expect(backend.sessionsBy(aId)).toBe(1)
-      const sessions = yield* (yield* memberService(a, PeerMcp)).sessions
-      expect(sessions).toBeGreaterThanOrEqual(1)
+      // A's side too: the calls after the first opened no session of their own.
+      expect(yield* peerMcp.sessions).toBe(held)
     }).pipe(Effect.scoped),
   )
 
@@ -455,9 +462,11 @@ class Flaky extends Context.Tag("test/McpFlaky")<
     readonly a: NodeHarness.NodeHarness
     readonly b: NodeHarness.NodeHarness
     readonly bId: string
-    /** B's MCP backend listens here until `stop`. */
-    readonly port: number
+    /** B's MCP backend, at an address the test holds (`forwarder`), until `stop`. */
+    readonly forwarder: Forwarder.Forwarder
+    /** Stops the backend: from then on every connection to its address is cut, and counted here. */
     readonly stop: Effect.Effect<void>
+    readonly refused: () => number
   }
 >() {}
 
@@ -466,9 +475,10 @@ describe("when things go wrong on B", () => {
     Layer.scoped(
       Flaky,
       Effect.gen(function* () {
-        const port = yield* Effect.promise(freePort)
         const backendScope = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
-        yield* Backends.statefulMcp(port).pipe(Scope.extend(backendScope))
+        const first = yield* Backends.statefulMcp().pipe(Scope.extend(backendScope))
+        const forwarder = yield* Forwarder.make(first.port)
+        const down = yield* Backends.down
         const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
         yield* setPolicy(cp, POLICY)
         yield* RouterHarness.make(cp)
@@ -476,12 +486,13 @@ describe("when things go wrong on B", () => {
           file: {
             labels: {},
             egress: { require_labels: {} },
-            services: [http("tools", `http://127.0.0.1:${port}/mcp`)],
+            services: [http("tools", `${forwarder.url}/mcp`)],
           },
         })
         const a = yield* NodeHarness.make(cp)
         yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
-        return { a, b, bId: yield* b.peerId, port, stop: Scope.close(backendScope, Exit.void) }
+        const stop = Effect.zipRight(Scope.close(backendScope, Exit.void), forwarder.target(down.port))
+        return { a, b, bId: yield* b.peerId, forwarder, stop, refused: down.cut }
       }),
     ),
     { excludeTestServices: true, timeout: Duration.minutes(2) },
@@ -518,15 +529,22 @@ describe("when things go wrong on B", () => {
       "a backend down for a moment: call_remote_tool tries again, and opens a new session with the one that came back",
       () =>
         Effect.gen(function* () {
-          const { a, bId, port, stop } = yield* Flaky
+          const { a, bId, forwarder, stop, refused } = yield* Flaky
           const aId = yield* a.peerId
           const client = yield* agent(a)
           const echo = { peer_id: bId, tool_name: "mcp://tools/echo", arguments: { text: "again" } }
           expect((yield* call(client, "call_remote_tool", echo)).isError).toBeUndefined()
           yield* stop
-          // Back 1.5 s later, without the session A had: the first attempt finds B's backend down (502), a later
-          // one a backend that does not know A's session (404), and A opens a new one.
-          const back = yield* Effect.sleep("1500 millis").pipe(Effect.zipRight(Backends.statefulMcp(port)), Effect.fork)
+          const cutBefore = refused()
+          // Back once B has found it down, at the same address (held by the forwarder) without the session A had: the
+          // first attempt finds B's backend down (502), a later one a backend that does not know A's session (404),
+          // and A opens a new one.
+          const back = yield* Effect.gen(function* () {
+            yield* eventually(30, Effect.sync(refused), (n) => n > cutBefore)
+            const revived = yield* Backends.statefulMcp()
+            yield* forwarder.target(revived.port)
+            return revived
+          }).pipe(Effect.fork)
           const answer = yield* call(client, "call_remote_tool", echo)
           expect(answer.isError, textOf(answer)).toBeUndefined()
           expect(answer.content).toEqual([{ type: "text", text: "again" }])

@@ -3,19 +3,34 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Option, Scope } from "effect"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
-import { freePort } from "../../src/testing/Ports.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import * as Forwarder from "../scale/Forwarder.js"
 import { admin } from "../support/admin.js"
+import * as Backends from "../support/backends.js"
 import { eventually, mcpHeaders, mcpInitialize, socket, tcp } from "./support.js"
 
-/** A router in a scope of its own, so a test can stop it and start it again on the same address and identity. */
-const startRouter = (cp: Harness.ControlPlaneHarness, dataDir: string, port: number) =>
+/**
+ * A router in a scope of its own, so a test can stop it and start another with the same identity. It listens on a
+ * port the OS gives it and announces `address`, a forwarder the test holds and points at it: starting again on the
+ * stopped router's own port would race every other process on the machine for that port.
+ */
+const startRouter = (cp: Harness.ControlPlaneHarness, dataDir: string, address: Forwarder.Forwarder) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const router = yield* RouterHarness.make(cp, {
       dataDir: Option.some(dataDir),
-      listen: [`/ip4/127.0.0.1/tcp/${port}`],
+      listen: ["/ip4/127.0.0.1/tcp/0"],
+      externalAddresses: [`/ip4/127.0.0.1/tcp/${new URL(address.url).port}`],
     }).pipe(Scope.extend(scope))
+    const listening = (
+      router.host.libp2p as unknown as {
+        components: { transportManager: { getAddrs: () => ReadonlyArray<{ toString: () => string }> } }
+      }
+    ).components.transportManager
+      .getAddrs()
+      .map((a) => /\/tcp\/(\d+)/.exec(a.toString())?.[1])
+      .find((port) => port !== undefined)
+    yield* address.target(Number(listening))
     return { router, stop: Scope.close(scope, Exit.void) }
   })
 
@@ -45,8 +60,9 @@ describe("mesh-node run", () => {
           expect((yield* socket(node, "/mesh/identity")).status).toBe(503)
 
           const routerDir = yield* NodeHarness.tempDir
-          const port = yield* Effect.promise(freePort)
-          const first = yield* startRouter(cp, routerDir, port)
+          const nothing = yield* Backends.down
+          const address = yield* Forwarder.make(nothing.port)
+          const first = yield* startRouter(cp, routerDir, address)
           yield* eventually(30, readyMesh(node), (mesh) => mesh === "connected")
           const served = yield* initialize(node)
           expect(served.status).toBe(200)
@@ -54,10 +70,11 @@ describe("mesh-node run", () => {
           expect((yield* socket(node, "/mesh/identity")).status).toBe(200)
 
           yield* first.stop
+          yield* address.target(nothing.port)
           yield* eventually(10, readyMesh(node), (mesh) => mesh === "disconnected")
           expect((yield* initialize(node)).status).toBe(503)
 
-          const second = yield* startRouter(cp, routerDir, port)
+          const second = yield* startRouter(cp, routerDir, address)
           expect(second.router.peerId).toBe(first.router.peerId)
           yield* eventually(30, readyMesh(node), (mesh) => mesh === "connected")
           expect((yield* initialize(node)).status).toBe(200)

@@ -24,6 +24,7 @@ import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { enrolledPeer } from "../mesh/support.js"
 import { admin, setPolicy } from "../support/admin.js"
 import { type Echoed, everything, testBackend } from "./backends.js"
+import { eventually } from "./support.js"
 
 const POLICY = {
   roles: [
@@ -199,7 +200,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
 
         yield* Effect.promise(() => transport.terminateSession())
         yield* Effect.promise(() => client.close())
-        // The session is gone at the server: a request naming it is refused.
+        // The session is gone at the server: a request naming it gets the reference server's own refusal (400 with
+        // its JSON-RPC error, where the MCP transport says 404), passed on unchanged: not a refusal by either node.
         const after = yield* call(a.url, `/mesh/${bId}/mcp/everything`, {
           method: "POST",
           headers: {
@@ -211,8 +213,11 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
           },
           body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
         })
-        expect(after.status).toBeGreaterThanOrEqual(400)
-        expect(after.status).toBeLessThan(500)
+        expect(after.status).toBe(400)
+        expect(JSON.parse(after.body)).toEqual({
+          jsonrpc: "2.0",
+          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
+        })
       }),
   )
 
@@ -251,49 +256,47 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
 
   it.effect("server-sent events arrive one by one, as the backend sends them", () =>
     Effect.gen(function* () {
-      const { a, bId } = yield* Mesh
-      const arrivals = yield* Effect.async<ReadonlyArray<number>>((resume) => {
-        const times: Array<number> = []
+      const { a, bId, backend } = yield* Mesh
+      // The backend sends each event after the first only once the client has received the one before: a proxy that
+      // held events back would never see this stream end.
+      const received = yield* Effect.async<number>((resume) => {
         let text = ""
-        const req = httpRequest(`${a.url}/mesh/${bId}/inference/stream/events`, { headers: token(a) }, (res) => {
+        let seen = 0
+        const req = httpRequest(`${a.url}/mesh/${bId}/inference/stream/gated`, { headers: token(a) }, (res) => {
           res.on("data", (chunk: Buffer) => {
             text += chunk.toString()
             const complete = text.split("\n\n").length - 1
-            while (times.length < complete) times.push(performance.now())
+            while (seen < complete) {
+              seen += 1
+              backend.advance()
+            }
           })
-          res.on("end", () => resume(Effect.succeed(times)))
+          res.on("end", () => resume(Effect.succeed(seen)))
         })
         req.end()
-      })
-      expect(arrivals.length).toBe(20)
-      const first = arrivals[0] ?? 0
-      const last = arrivals[19] ?? 0
-      // The backend spends 1.9 s between its first and last event; buffering would deliver them together at the end.
-      expect(last - first).toBeGreaterThan(1000)
-      const gaps = arrivals.slice(1).map((t, i) => t - (arrivals[i] ?? t))
-      expect(gaps.filter((g) => g > 30).length).toBeGreaterThanOrEqual(15)
+        return Effect.sync(() => req.destroy())
+      }).pipe(Effect.timeout(Duration.seconds(30)))
+      expect(received).toBe(20)
     }),
   )
 
-  it.effect("a client that goes away closes the backend request within a second", () =>
+  it.effect("a client that goes away closes the backend request", () =>
     Effect.gen(function* () {
       const { a, bId, backend } = yield* Mesh
-      const before = backend.holdClosedAt.length
-      const closedAt = yield* Effect.async<number>((resume) => {
+      const before = backend.holdsClosed()
+      // The backend holds the stream open for as long as its client stays: open while ours reads, closed once it left.
+      const openWhileReading = yield* Effect.async<number>((resume) => {
         const req = httpRequest(`${a.url}/mesh/${bId}/inference/stream/hold`, { headers: token(a) }, (res) => {
           res.once("data", () => {
-            const at = performance.now()
+            const open = backend.holdsClosed()
             req.destroy()
-            resume(Effect.succeed(at))
+            resume(Effect.succeed(open))
           })
         })
         req.end()
       })
-      yield* Effect.gen(function* () {
-        while (backend.holdClosedAt.length === before) yield* Effect.sleep(Duration.millis(20))
-      }).pipe(Effect.timeout(Duration.seconds(10)))
-      const backendClosed = backend.holdClosedAt[before] ?? Number.POSITIVE_INFINITY
-      expect(backendClosed - closedAt).toBeLessThan(1000)
+      expect(openWhileReading).toBe(before)
+      yield* eventually(10, Effect.sync(backend.holdsClosed), (closed) => closed === before + 1)
     }),
   )
 
@@ -443,8 +446,11 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         const answer = yield* proxy.fetch(bId, "inference", "stream", "/echo", { signal: session.signal })
         yield* Effect.promise(() => answer.text())
       }
-      yield* Effect.sleep("50 millis")
-      expect(getEventListeners(session.signal, "abort")).toEqual([])
+      yield* eventually(
+        5,
+        Effect.sync(() => getEventListeners(session.signal, "abort").length),
+        (n) => n === 0,
+      )
       const refused = yield* proxy
         .fetch(bId, "inference", "stream", "/echo", { requiredLabels: { zone: "mars" } })
         .pipe(Effect.flip)

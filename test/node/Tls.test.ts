@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { request } from "node:https"
 import { join } from "node:path"
+import { connect } from "node:tls"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
@@ -67,12 +68,19 @@ const issue = (dir: string, ca: string, name: string, san: string) => {
   return { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) }
 }
 
-/** GET over TLS, trusting `ca`, presenting the client certificate when given; the status, or the connection error. */
-const get = (url: string, path: string, ca: string, client?: { cert: string; key: string }) =>
+/** GET over TLS, trusting `ca`, presenting the client certificate when given; the status, or the error's code. */
+const get = (
+  url: string,
+  path: string,
+  ca: string,
+  client?: { cert: string; key: string },
+  headers: Record<string, string> = {},
+) =>
   Effect.promise(
     () =>
       new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
         const req = request(`${url}${path}`, {
+          headers,
           ca: readFileSync(ca),
           ...(client === undefined ? {} : { cert: readFileSync(client.cert), key: readFileSync(client.key) }),
         })
@@ -82,12 +90,39 @@ const get = (url: string, path: string, ca: string, client?: { cert: string; key
             body += chunk
           })
           res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
-          res.on("error", (error) => resolve({ error: error.message }))
+          res.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
         })
-        req.on("error", (error) => resolve({ error: error.message }))
+        req.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
         req.end()
       }),
   )
+
+/**
+ * A TLS 1.3 connection that sends nothing and waits for the server's verdict on its certificate: the error code of the
+ * alert the server sends; "closed" when the server, trusted by this client, closed the connection after the handshake
+ * without a word (Node checks a presented certificate only then); "open" if it kept the connection. An HTTP request
+ * written at once would race that verdict and end as a plain reset.
+ */
+const handshake = (port: number, ca: string, client?: { cert: string; key: string }) =>
+  Effect.async<string>((resume) => {
+    const socket = connect({
+      host: "127.0.0.1",
+      port,
+      ca: readFileSync(ca),
+      ...(client === undefined ? {} : { cert: readFileSync(client.cert), key: readFileSync(client.key) }),
+    })
+    let trusted = false
+    socket.on("secureConnect", () => {
+      trusted = true
+    })
+    socket.on("error", (error: NodeJS.ErrnoException) => resume(Effect.succeed(error.code ?? error.message)))
+    socket.on("close", () => resume(Effect.succeed(trusted ? "closed" : "closed in the handshake")))
+    const keptOpen = setTimeout(() => resume(Effect.succeed("open")), 20_000)
+    return Effect.sync(() => {
+      clearTimeout(keptOpen)
+      socket.destroy()
+    })
+  })
 
 describe("local API over mTLS", () => {
   it.live(
@@ -122,9 +157,43 @@ describe("local API over mTLS", () => {
           expect(evidence).toMatchObject({ status: 200 })
           expect(JSON.parse((evidence as { body: string }).body).peer_id).toBe(yield* node.peerId)
 
-          expect(yield* get(url, "/debug/mesh-info", ca)).toHaveProperty("error")
-          expect(yield* get(url, "/debug/mesh-info", ca, stranger)).toHaveProperty("error")
+          // The node refuses these clients by the TLS alert that names why; any other failure (a server certificate
+          // the client does not trust, a node not listening) is not this refusal.
+          const port = Number(new URL(url).port)
+          expect(yield* handshake(port, ca)).toBe("ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED")
+          expect(yield* handshake(port, ca, stranger)).toBe("closed")
         }),
       ),
+  )
+
+  it.live("TLS without --tls-ca: the token is still needed, and identity evidence is refused with it", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const dir = yield* NodeHarness.tempDir
+        authority(dir, "ca")
+        const server = issue(dir, "ca", "server", "IP:127.0.0.1")
+        const client = issue(dir, "ca", "client", "DNS:client")
+        const cp = yield* Harness.make({ autoApproveEnrollment: true })
+        const router = yield* RouterHarness.make(cp)
+        const node = yield* NodeHarness.make(cp, {
+          overrides: { tls: Option.some({ certPath: server.cert, keyPath: server.key, caPath: Option.none() }) },
+        })
+        yield* node.connected
+        const url = node.url.replace("http://", "https://")
+        const ca = join(dir, "ca.pem")
+        const token = { "x-mesh-authentication": `Bearer ${node.apiToken}` }
+
+        expect(yield* get(url, "/debug/mesh-info", ca, undefined, token)).toMatchObject({ status: 200 })
+        // A client certificate is no credential here: nothing asked for it, nothing checked it.
+        expect(yield* get(url, "/debug/mesh-info", ca, client)).toMatchObject({ status: 401 })
+        for (const path of ["/mesh/identity", `/mesh/peer/${router.peerId}/evidence`]) {
+          for (const presented of [undefined, client]) {
+            const refused = yield* get(url, path, ca, presented, token)
+            expect([path, refused]).toMatchObject([path, { status: 403 }])
+            expect(JSON.parse((refused as { body: string }).body).error).toBe("strong_transport_required")
+          }
+        }
+      }),
+    ),
   )
 })

@@ -48,23 +48,54 @@ export interface Echoed {
 
 export interface TestBackend {
   readonly url: string
-  /** Milliseconds (performance clock) at which each `/hold` request was closed by its client, in order. */
-  readonly holdClosedAt: Array<number>
+  /** `/hold` requests closed by their client so far. */
+  readonly holdsClosed: () => number
+  /** Lets `/gated` send its next event. */
+  readonly advance: () => void
 }
 
 /** Sends one SSE event. */
 const event = (n: number) => `id: ${n}\ndata: {"n":${n}}\n\n`
 
 /**
- * `/echo` answers what it received; `/events` sends 20 events 100 ms apart; `/hold` sends one event and keeps the
- * stream open, recording when the client went away; `/a2a/.well-known/agent-card.json` is an agent card naming
- * the backend's own address.
+ * `/echo` answers what it received; `/events` sends 20 events 100 ms apart; `/gated` sends 20 events, each after the
+ * first only once the test called `advance`; `/hold` sends one event and keeps the stream open, counting clients that
+ * went away; `/a2a/.well-known/agent-card.json` is an agent card naming the backend's own address.
  */
 export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effect.gen(function* () {
-  const holdClosedAt: Array<number> = []
+  let holdsClosed = 0
+  let permits = 0
+  const waiting: Array<() => void> = []
+  const advance = () => {
+    const next = waiting.shift()
+    if (next === undefined) permits += 1
+    else next()
+  }
+  const permit = (): Promise<void> => {
+    if (permits > 0) {
+      permits -= 1
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => waiting.push(resolve))
+  }
   let base = ""
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0]
+    if (path === "/gated") {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+      let open = true
+      res.once("close", () => {
+        open = false
+      })
+      void (async () => {
+        for (let n = 1; n <= 20 && open; n++) {
+          if (n > 1) await permit()
+          res.write(event(n))
+        }
+        res.end()
+      })()
+      return
+    }
     if (path === "/events") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
       let n = 0
@@ -82,7 +113,9 @@ export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effec
     if (path === "/hold") {
       res.writeHead(200, { "content-type": "text/event-stream" })
       res.write(event(1))
-      res.once("close", () => holdClosedAt.push(performance.now()))
+      res.once("close", () => {
+        holdsClosed += 1
+      })
       return
     }
     if (path === "/a2a/.well-known/agent-card.json") {
@@ -128,5 +161,5 @@ export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effec
       }),
   )
   base = `http://127.0.0.1:${port}`
-  return { url: base, holdClosedAt }
+  return { url: base, holdsClosed: () => holdsClosed, advance }
 })

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { createServer as createNetServer, type Server as NetServer } from "node:net"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { Effect } from "effect"
@@ -162,3 +163,29 @@ export const statefulMcp = (port?: number) =>
     }, port)
     return { ...backend, sessionsBy: (caller: string) => opened.get(caller) ?? 0 }
   })
+
+export interface Down {
+  readonly port: number
+  /** Connections cut so far. */
+  readonly cut: () => number
+}
+
+/**
+ * A backend that is down, at an address nobody else can take: a loopback listener that cuts every connection at
+ * once, counting them. A test points a held address (test/scale/Forwarder.ts) here, then at a live backend.
+ */
+export const down = Effect.acquireRelease(
+  Effect.async<Down & { readonly server: NetServer }>((resume) => {
+    let cut = 0
+    const server = createNetServer((socket) => {
+      cut += 1
+      socket.destroy()
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({ server, port, cut: () => cut }))
+    })
+  }),
+  ({ server }) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void))),
+)

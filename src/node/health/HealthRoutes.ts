@@ -1,6 +1,7 @@
 /**
  * Health and metrics: `/healthz` and `/readyz` answer 200 while the process is up (the spec; agents read readiness
- * from a 503 on `/mcp`), `/readyz` also saying where the node stands; `/metrics` is the Prometheus text.
+ * from a 503 on `/mcp`), `/readyz` also saying where the node stands; `/metrics` is the Prometheus text, once the
+ * node is connected.
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Option } from "effect"
@@ -44,7 +45,9 @@ export const routes = [
     path: "/metrics",
     label: "metrics",
     access: "token",
-    availability: "always",
+    // The spec's 4.7: every route but the probes and /debug answers 503 until connected. The --metrics-addr
+    // listener serves the same figures in every phase, for scrapers.
+    availability: "connected",
     handler: Effect.map(Metrics, (metrics) =>
       HttpServerResponse.text(metrics.render(), { contentType: "text/plain; version=0.0.4; charset=utf-8" }),
     ),
