@@ -11,6 +11,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Layer, Ref, Schedule, Scope } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import { BadGateway, BadRequest, PayloadTooLarge, Unavailable } from "../../domain/Errors.js"
+import * as McpGrant from "../../domain/McpGrant.js"
 import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
@@ -27,6 +28,8 @@ export const PROBE_TIMEOUT = Duration.seconds(30)
 /** A tool list this fresh stands: a program's start-up is too dear to pay every minute. */
 export const PROBE_KEEP = Duration.minutes(10)
 const MAX_TOOLS = 1024
+
+type Checked = { readonly grant: McpGrant.Grant; readonly message?: unknown }
 
 interface Entry {
   readonly bridge: Bridge.Bridge
@@ -126,9 +129,9 @@ export const layer = Layer.scoped(
       })
 
     /** A new session: its initialize, a slot, a process. */
-    const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+    const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
       Effect.gen(function* () {
-        const body = yield* readJson(req)
+        const body = mcp?.message ?? (yield* readJson(req))
         if (!isInitialize(body)) return rpcError(res, 400, "Bad Request: no session; send initialize first")
         if (!(yield* takeSlot(spec))) {
           const limit = limitOf(spec)
@@ -154,6 +157,7 @@ export const layer = Layer.scoped(
             ),
           ),
         )
+        bridge.grant = mcp?.grant ?? McpGrant.SERVICE
         yield* Effect.promise(() => bridge.transport.handleRequest(req, res, body))
         // The transport names the session as it takes the initialize, before the process answers it. Refused by the
         // transport (a bad protocol version, say), no session came of it.
@@ -165,20 +169,22 @@ export const layer = Layer.scoped(
         if (yield* bridge.closed) yield* Ref.update(sessions, (map) => new Map([...map].filter(([key]) => key !== id)))
       })
 
-    const handle = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+    const handle = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
       Effect.gen(function* () {
         const header = req.headers["mcp-session-id"]
         const id = Array.isArray(header) ? header[0] : header
         if (id === undefined) {
           if (req.method !== "POST") return rpcError(res, 400, "Bad Request: no session; send initialize first")
-          return yield* open(spec, caller, req, res)
+          return yield* open(spec, caller, req, res, mcp)
         }
         const entry = (yield* Ref.get(sessions)).get(id)
         // Someone else's session is as unknown as a closed one.
         if (entry === undefined || entry.bridge.caller !== caller || entry.bridge.service !== spec.name) {
           return rpcError(res, 404, "Session not found")
         }
-        yield* serve(id, entry, req, res)
+        // The grant as the policy stands now: answers from here on are cut to it.
+        entry.bridge.grant = mcp?.grant ?? McpGrant.SERVICE
+        yield* serve(id, entry, req, res, mcp?.message)
       }).pipe(Effect.catchAll((error) => Effect.sync(() => writeError(res, error))))
 
     /** Starts a process, initializes it and lists its tools; the process stops with the probe. */

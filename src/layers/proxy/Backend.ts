@@ -10,10 +10,12 @@ import { Effect, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
 import { type ApiError, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import * as Spans from "../observability/Spans.js"
+import { relayFiltered } from "./McpMessages.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
 
 export interface Target {
@@ -24,6 +26,8 @@ export interface Target {
   readonly path: string
   readonly query: string
   readonly caller: Forwarding.Caller
+  /** A caller holding single tools of an MCP service: its checked body (POST) and the grant its answers are cut to. */
+  readonly mcp?: { readonly grant: McpGrant.Grant; readonly body?: Buffer }
 }
 
 /** Answers a request with the one error body; a response already under way is cut off instead. */
@@ -131,8 +135,14 @@ export const make = Effect.gen(function* () {
         target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)
           ? origin
           : undefined
-      // The card is rewritten, so it must come unencoded.
-      if (card !== undefined) delete headers["accept-encoding"]
+      // The card is rewritten and MCP answers are filtered, so they must come unencoded.
+      const mcp = target.mcp
+      if (card !== undefined || mcp !== undefined) delete headers["accept-encoding"]
+      // The body that was checked goes in place of the one that came.
+      if (mcp?.body !== undefined) {
+        delete headers["content-encoding"]
+        headers["content-length"] = String(mcp.body.byteLength)
+      }
       const https = backend.protocol === "https:"
       const outgoing = (https ? httpsRequest : httpRequest)({
         protocol: backend.protocol,
@@ -144,6 +154,7 @@ export const make = Effect.gen(function* () {
         agent: https ? agents.https : agents.http,
       })
       outgoing.once("response", (upstream) => {
+        if (mcp !== undefined) return relayFiltered(upstream, res, mcp.grant)
         if (card === undefined) return stream(res, upstream)
         relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
       })
@@ -164,7 +175,8 @@ export const make = Effect.gen(function* () {
         resume(Effect.void)
       }
       res.once("close", done)
-      if (hasBody(req)) relayBody(req, outgoing)
+      if (mcp?.body !== undefined) outgoing.end(mcp.body)
+      else if (hasBody(req)) relayBody(req, outgoing)
       else outgoing.end()
       return Effect.sync(() => {
         res.off("close", done)

@@ -10,6 +10,7 @@ import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
@@ -25,6 +26,7 @@ import { PeerIngress } from "../../services/proxy/PeerIngress.js"
 import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
 import * as Spans from "../observability/Spans.js"
 import * as Backend from "./Backend.js"
+import * as McpMessages from "./McpMessages.js"
 
 /**
  * Concurrent proxy streams per connection and protocol, each way. An MCP session alone holds one open GET stream,
@@ -34,8 +36,13 @@ const MAX_STREAMS = 1024
 
 /** Where an allowed request goes: a backend URL, or a stdio MCP server this node runs. */
 type Decision =
-  | { readonly _tag: "Http"; readonly target: Backend.Target }
-  | { readonly _tag: "Stdio"; readonly service: ServiceSpec; readonly caller: string }
+  | { readonly _tag: "Http"; readonly target: Backend.Target; readonly grant?: McpGrant.Grant }
+  | {
+      readonly _tag: "Stdio"
+      readonly service: ServiceSpec
+      readonly caller: string
+      readonly grant: McpGrant.Grant
+    }
 
 /** A request's path split into service and the rest: `/<type>/<name><path>?<query>`. */
 const parseTarget = (url: string) => {
@@ -131,15 +138,25 @@ export const layer = Layer.scoped(
           doc === undefined
             ? new Set([peer.role])
             : Policy.callerRoles(doc, peer.role, Policy.subjectOf(peer.peerId, peer.identity), known)
-        const decision = Policy.authorizeService(
-          doc,
-          roles,
-          { type: type.right, name: target.name, path: target.path },
-          yield* self,
-          known,
-        )
+        // An MCP service is granted whole or tool by tool; its tools are told apart in the JSON-RPC, not the path.
+        const decision =
+          type.right === "mcp"
+            ? McpGrant.authorize(doc, roles, target.name, yield* self, known)
+            : Policy.authorizeService(
+                doc,
+                roles,
+                { type: type.right, name: target.name, path: target.path },
+                yield* self,
+                known,
+              )
         if (decision._tag === "Denied") {
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
+        }
+        const grant = "grant" in decision ? decision.grant : undefined
+        if (grant?._tag === "Tools" && target.path !== "" && target.path !== "/") {
+          return yield* new Forbidden({
+            message: `denied by policy rule allowed_services: a grant of single tools reaches only the endpoint of mcp://${target.name}`,
+          })
         }
         const found = services.get(`${type.right}/${target.name}`)
         if (found === undefined) {
@@ -151,7 +168,7 @@ export const layer = Layer.scoped(
           if (target.path !== "" && target.path !== "/") {
             return yield* new NotFound({ message: `the mcp service ${service.name} answers only at its own path` })
           }
-          return { _tag: "Stdio", service, caller: peer.peerId }
+          return { _tag: "Stdio", service, caller: peer.peerId, grant: grant ?? McpGrant.SERVICE }
         }
         return {
           _tag: "Http",
@@ -163,6 +180,7 @@ export const layer = Layer.scoped(
             query: target.query,
             caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
           },
+          ...(grant === undefined ? {} : { grant }),
         }
       })
 
@@ -176,10 +194,23 @@ export const layer = Layer.scoped(
         else {
           const decision = decided.right
           const service = decision._tag === "Http" ? decision.target.service : decision.service
-          const answer =
-            decision._tag === "Http"
-              ? backend.forward(req, res, decision.target)
-              : stdio.handle(decision.service, decision.caller, req, res)
+          const answer = Effect.gen(function* () {
+            const grant = decision.grant
+            // A caller holding single tools has each message it sends checked, and what it gets back filtered.
+            const checked =
+              grant?._tag === "Tools" && req.method === "POST"
+                ? yield* McpMessages.check(req, grant, service.name)
+                : undefined
+            if (checked?._tag === "Denied") return McpMessages.writeDenied(res, checked.answer)
+            const mcp =
+              grant?._tag === "Tools"
+                ? { grant, ...(checked === undefined ? {} : { body: checked.bytes, message: checked.message }) }
+                : undefined
+            if (decision._tag === "Http") {
+              return yield* backend.forward(req, res, mcp === undefined ? decision.target : { ...decision.target, mcp })
+            }
+            return yield* stdio.handle(decision.service, decision.caller, req, res, mcp)
+          }).pipe(Effect.catchAll((error) => Effect.sync(() => Backend.writeError(res, error))))
           yield* Effect.scoped(Effect.zipRight(local.track(service.type, service.name), answer))
         }
         const type = parseTarget(req.url ?? "/").type
