@@ -2,7 +2,8 @@
  * The stdio MCP servers this node runs for its services with a `command` (serving side). Peers reach them like any
  * MCP service, over the proxy path (Streamable HTTP): each caller session gets a process of its own, started by its
  * initialize and kept while the session lives (a stdio server holds one session's state). At most the service's
- * `max_processes` run at once; a new session beyond that is refused with 503 until one ends.
+ * `max_processes` run at once, half of them (rounded up) for one caller; a new session beyond that is refused with 503
+ * (429 past the caller's share) until one ends.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, type Effect } from "effect"
