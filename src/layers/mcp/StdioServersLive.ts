@@ -2,8 +2,9 @@
  * StdioServers: a registry of bridged sessions (Bridge.ts, one process each) and of process slots per service. A
  * request without a session must be an initialize: it takes a slot (one peer holds at most `callerShare` of them),
  * starts a process and opens a session, which only the peer that opened it may use afterwards (another peer gets
- * 404, as for an unknown session). A session ends when its caller deletes it, after IDLE without a request (none being served), or when its process cannot be
- * kept running; its slot is free again then. Every process stops with the layer, that is when the node stops.
+ * 404, as for an unknown session). A session ends when its caller deletes it, after IDLE without a request (none
+ * being served), or when its process cannot be kept running; its slot is free again then. Every process stops with
+ * the layer, that is when the node stops.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
