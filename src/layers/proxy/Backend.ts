@@ -28,6 +28,8 @@ export interface Target {
   readonly caller: Forwarding.Caller
   /** A caller holding single tools of an MCP service: its checked body (POST) and the grant its answers are cut to. */
   readonly mcp?: { readonly grant: McpGrant.Grant; readonly body?: Buffer }
+  /** Told of the backend's answer as its headers arrive (the MCP session binding reads them). */
+  readonly onResponse?: (upstream: IncomingMessage) => void
 }
 
 /** Answers a request with the one error body; a response already under way is cut off instead. */
@@ -154,6 +156,7 @@ export const make = Effect.gen(function* () {
         agent: https ? agents.https : agents.http,
       })
       outgoing.once("response", (upstream) => {
+        target.onResponse?.(upstream)
         if (mcp !== undefined) return relayFiltered(upstream, res, mcp.grant)
         if (card === undefined) return stream(res, upstream)
         relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)

@@ -27,6 +27,7 @@ import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
 import * as Spans from "../observability/Spans.js"
 import * as Backend from "./Backend.js"
 import * as McpMessages from "./McpMessages.js"
+import * as McpSessions from "./McpSessions.js"
 
 /**
  * Concurrent proxy streams per connection and protocol, each way. An MCP session alone holds one open GET stream,
@@ -81,6 +82,7 @@ export const layer = Layer.scoped(
     )
     const inFlight = yield* Ref.make(0)
     const backend = yield* Backend.make
+    const sessions = yield* McpSessions.make
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
@@ -184,6 +186,25 @@ export const layer = Layer.scoped(
         }
       })
 
+    /** An HTTP MCP backend: a session is used only by the caller that opened it (McpSessions). */
+    const forwardMcp = (req: IncomingMessage, res: ServerResponse, target: Backend.Target) =>
+      Effect.gen(function* () {
+        const { name } = target.service
+        const caller = target.caller.peerId
+        const header = req.headers["mcp-session-id"]
+        const id = Array.isArray(header) ? header.join(", ") : header
+        if (id !== undefined && !(yield* sessions.owns(name, caller, id))) {
+          return McpSessions.writeNotFound(res)
+        }
+        const onResponse = (upstream: IncomingMessage) => {
+          const ok = (upstream.statusCode ?? 500) < 300
+          const opened = upstream.headers["mcp-session-id"]
+          if (id === undefined && ok && typeof opened === "string") run(sessions.bind(name, caller, opened))
+          if (id !== undefined && ok && req.method === "DELETE") run(sessions.unbind(name, id))
+        }
+        yield* backend.forward(req, res, { ...target, onResponse })
+      })
+
     const serve = (req: IncomingMessage, res: ServerResponse) =>
       Effect.gen(function* () {
         // One request per stream: the stream ends with its answer, and no idle stream waits for another request.
@@ -207,7 +228,9 @@ export const layer = Layer.scoped(
                 ? { grant, ...(checked === undefined ? {} : { body: checked.bytes, message: checked.message }) }
                 : undefined
             if (decision._tag === "Http") {
-              return yield* backend.forward(req, res, mcp === undefined ? decision.target : { ...decision.target, mcp })
+              const target = mcp === undefined ? decision.target : { ...decision.target, mcp }
+              if (service.type !== "mcp") return yield* backend.forward(req, res, target)
+              return yield* forwardMcp(req, res, target)
             }
             return yield* stdio.handle(decision.service, decision.caller, req, res, mcp)
           }).pipe(Effect.catchAll((error) => Effect.sync(() => Backend.writeError(res, error))))

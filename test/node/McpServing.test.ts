@@ -1,8 +1,9 @@
 /**
- * Grants on MCP services, whole or tool by tool, as the serving peer enforces them: a control plane, a router and
- * three nodes in this process over loopback. B publishes two HTTP MCP servers (`sse` answers with event streams,
- * `json` with JSON) and a stdio server (`stdio`), each with an `echo` tool. A holds the whole services; C holds only
- * their `echo`. Both reach them through the proxy path and through `call_remote_tool`.
+ * MCP services as the serving peer guards them: grants whole or tool by tool, and sessions bound to the peer that
+ * opened them. A control plane, a router and three nodes in this process over loopback. B publishes two HTTP MCP
+ * servers (`sse` answers with event streams, `json` with JSON) and a stdio server (`stdio`), each with an `echo`
+ * tool. A holds the whole services; C holds only their `echo`. Both reach them through the proxy path and through
+ * `call_remote_tool`.
  */
 import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
@@ -125,7 +126,7 @@ const refusal = (effect: Promise<unknown>) =>
     ),
   )
 
-layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("grants on MCP services", (it) => {
+layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("MCP services on a peer", (it) => {
   describe("a grant of one tool", () => {
     it.effect("through the proxy: the session opens, the list holds only the tool, other tools are refused", () =>
       Effect.gen(function* () {
@@ -238,6 +239,41 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("gr
         )) as CallToolResult
         expect(textOf(failed)).toBe("it failed on purpose")
       }).pipe(Effect.scoped),
+    )
+  })
+
+  describe("sessions of HTTP backends", () => {
+    it.effect("a session belongs to the peer that opened it: another peer presenting its id gets 404", () =>
+      Effect.gen(function* () {
+        const { a, c, bId } = yield* Mesh
+        const path = `/mesh/${bId}/mcp/json`
+        const opened = yield* tcp(a, path, {
+          method: "POST",
+          headers: mcpHeaders(a),
+          body: JSON.stringify(mcpInitialize),
+        })
+        const session = opened.headers.get("mcp-session-id") ?? ""
+        expect(session).not.toBe("")
+        const list = (node: NodeHarness.NodeHarness) =>
+          tcp(node, path, {
+            method: "POST",
+            headers: { ...mcpHeaders(node), "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+          })
+        const stolen = yield* list(c)
+        expect(stolen.status).toBe(404)
+        expect(stolen.json).toMatchObject({ error: { message: "Session not found" } })
+        const own = yield* list(a)
+        expect(own.status).toBe(200)
+        expect(JSON.stringify(own.json)).toContain("echo")
+        // Ended by its owner, the session is unknown to everyone.
+        const ended = yield* tcp(a, path, {
+          method: "DELETE",
+          headers: { ...tokenHeader(a), "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+        })
+        expect(ended.status).toBe(200)
+        expect((yield* list(a)).status).toBe(404)
+      }),
     )
   })
 })
