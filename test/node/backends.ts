@@ -57,8 +57,8 @@ const event = (n: number) => `id: ${n}\ndata: {"n":${n}}\n\n`
 
 /**
  * `/echo` answers what it received; `/events` sends 20 events 100 ms apart; `/hold` sends one event and keeps the
- * stream open, recording when the client went away; `/a2a/.well-known/agent-card.json` is an agent card naming
- * the backend's own address.
+ * stream open, recording when the client went away; `/silent` never answers; `/a2a/.well-known/agent-card.json` is
+ * an agent card naming the backend's own address.
  */
 export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effect.gen(function* () {
   const holdClosedAt: Array<number> = []
@@ -85,6 +85,8 @@ export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effec
       res.once("close", () => holdClosedAt.push(performance.now()))
       return
     }
+    // Takes the request and never answers it, not even with headers.
+    if (path === "/silent") return
     if (path === "/a2a/.well-known/agent-card.json") {
       const card = {
         name: "test agent",
