@@ -162,7 +162,7 @@ export const layer = Layer.scoped(
     /** A new session: its initialize, a slot, a process. */
     const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
       Effect.gen(function* () {
-        const body = mcp?.message ?? (yield* readJson(req))
+        const body = mcp !== undefined && mcp.message !== undefined ? mcp.message : yield* readJson(req)
         if (!isInitialize(body)) return rpcError(res, 400, "Bad Request: no session; send initialize first")
         const slot = yield* takeSlot(spec, caller)
         const limit = limitOf(spec)
