@@ -16,9 +16,9 @@ export interface TlsSettings {
 
 /** Limits on what peers' proxy streams may hold of this node (the serving side). */
 export interface IngressSettings {
-  /** A stream must have sent its request's headers within this, or it is reset. */
+  /** A stream must have sent its request's headers within this, or it is reset (infinite: no deadline). */
   readonly headersTimeout: Duration.Duration
-  /** A stream with no bytes either way for this long is reset (an SSE stream quiet that long included). */
+  /** A stream with no bytes either way for this long is reset, a quiet SSE stream included (infinite: never). */
   readonly idleTimeout: Duration.Duration
   /** Proxy streams one peer may hold open at once, over all its connections; beyond, new ones are reset. */
   readonly maxStreamsPerPeer: number
@@ -62,6 +62,11 @@ export const defaults = {
   socketFile: "mesh.sock",
   apiTokenFile: "api-token",
   syncInterval: "15m",
+  /** The flags' spelling of `defaultIngress`. */
+  peerHeadersTimeout: "30s",
+  peerIdleTimeout: "10m",
+  peerMaxStreams: 512,
+  backendHeadersTimeout: "0",
 } as const
 
 /**
