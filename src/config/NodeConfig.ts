@@ -14,6 +14,18 @@ export interface TlsSettings {
   readonly caPath: Option.Option<string>
 }
 
+/** Limits on what peers' proxy streams may hold of this node (the serving side). */
+export interface IngressSettings {
+  /** A stream must have sent its request's headers within this, or it is reset (infinite: no deadline). */
+  readonly headersTimeout: Duration.Duration
+  /** A stream with no bytes either way for this long is reset, a quiet SSE stream included (infinite: never). */
+  readonly idleTimeout: Duration.Duration
+  /** Proxy streams one peer may hold open at once, over all its connections; beyond, new ones are reset. */
+  readonly maxStreamsPerPeer: number
+  /** A backend must send its answer's headers within this (502 otherwise); none: no limit. */
+  readonly backendHeadersTimeout: Option.Option<Duration.Duration>
+}
+
 export interface NodeSettings {
   /** Where to enroll and sync; else the URL recorded by `join` in the data folder. */
   readonly controlPlaneUrl: Option.Option<string>
@@ -37,6 +49,7 @@ export interface NodeSettings {
   readonly jwtPath: Option.Option<string>
   readonly file: NodeFile.NodeFile
   readonly logLevel: LogLevel.LogLevel
+  readonly ingress: IngressSettings
 }
 
 export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
@@ -49,7 +62,23 @@ export const defaults = {
   socketFile: "mesh.sock",
   apiTokenFile: "api-token",
   syncInterval: "15m",
+  /** The flags' spelling of `defaultIngress`. */
+  peerHeadersTimeout: "30s",
+  peerIdleTimeout: "10m",
+  peerMaxStreams: 512,
+  backendHeadersTimeout: "0",
 } as const
+
+/**
+ * node:http's own header deadline is a minute; half that is ample for a peer whose request is written at once. Ten
+ * minutes of silence matches the longest remote tool call a caller's node waits for.
+ */
+export const defaultIngress: IngressSettings = {
+  headersTimeout: Duration.seconds(30),
+  idleTimeout: Duration.minutes(10),
+  maxStreamsPerPeer: 512,
+  backendHeadersTimeout: Option.none(),
+}
 
 export const socketPathIn = (dataDir: string) => join(dataDir, defaults.socketFile)
 
@@ -66,5 +95,6 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   jwtPath: Option.none(),
   file: NodeFile.empty,
   logLevel: LogLevel.Info,
+  ingress: defaultIngress,
   ...overrides,
 })

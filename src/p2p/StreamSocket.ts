@@ -31,6 +31,9 @@ export class StreamSocket extends Duplex {
   readonly remoteAddress: string
   readonly remotePeer: string
   readonly connection: Connection
+  /** Bytes received and sent so far, as on a net.Socket: the serving side's idle timer reads them. */
+  bytesRead = 0
+  bytesWritten = 0
   private readonly stream: Stream
 
   constructor(stream: Stream, connection: Connection) {
@@ -43,6 +46,7 @@ export class StreamSocket extends Duplex {
     stream.addEventListener("message", (event) => {
       const data = event.data
       const bytes = data instanceof Uint8Array ? data : data.subarray()
+      this.bytesRead += bytes.byteLength
       if (!this.push(bytes) && stream.readStatus === "readable") stream.pause()
     })
     // 'end': the remote closed its writing side and everything it sent has been delivered.
@@ -75,6 +79,7 @@ export class StreamSocket extends Duplex {
   }
 
   private send(data: Uint8Array | Uint8ArrayList, callback: (error?: Error | null) => void): void {
+    this.bytesWritten += data.byteLength
     try {
       if (this.stream.send(data)) {
         callback()

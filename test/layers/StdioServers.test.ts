@@ -176,6 +176,33 @@ describe("stdio MCP servers run by a node", () => {
     }),
   )
 
+  it.scopedLive("one caller holds at most half of max_processes (429 past that); other callers still get theirs", () =>
+    Effect.gen(function* () {
+      const limited = spec({ max_processes: 4 })
+      const { stdio, url } = yield* serving(limited)
+      yield* connect(url, "peer-a")
+      yield* connect(url, "peer-a")
+      const refused = yield* Effect.promise(() =>
+        new Client({ name: "test", version: "1.0.0" })
+          .connect(
+            new StreamableHTTPClientTransport(new URL(url), {
+              requestInit: { headers: { "x-test-caller": "peer-a" } },
+            }),
+          )
+          .then(
+            () => "connected",
+            (error: unknown) => `${(error as StreamableHTTPError).code} ${String(error)}`,
+          ),
+      )
+      expect(refused).toMatch(/^429 /)
+      expect(refused).toContain("at most 2 of its 4 processes for one caller")
+      const other = yield* connect(url, "peer-b")
+      const answer = yield* Effect.promise(() => other.client.callTool({ name: "echo", arguments: { text: "b" } }))
+      expect(text(answer)).toBe("b")
+      expect(yield* running(stdio)).toBe(3)
+    }),
+  )
+
   it.scopedLive(
     "a process that dies is started again and given the session's initialize: the session goes on",
     () =>

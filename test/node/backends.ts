@@ -60,7 +60,8 @@ const event = (n: number) => `id: ${n}\ndata: {"n":${n}}\n\n`
 /**
  * `/echo` answers what it received; `/events` sends 20 events 100 ms apart; `/gated` sends 20 events, each after the
  * first only once the test called `advance`; `/hold` sends one event and keeps the stream open, counting clients that
- * went away; `/a2a/.well-known/agent-card.json` is an agent card naming the backend's own address.
+ * went away; `/silent` never answers; `/a2a/.well-known/agent-card.json` is an agent card naming the backend's own
+ * address.
  */
 export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effect.gen(function* () {
   let holdsClosed = 0
@@ -118,6 +119,8 @@ export const testBackend: Effect.Effect<TestBackend, Error, Scope.Scope> = Effec
       })
       return
     }
+    // Takes the request and never answers it, not even with headers.
+    if (path === "/silent") return
     if (path === "/a2a/.well-known/agent-card.json") {
       const card = {
         name: "test agent",

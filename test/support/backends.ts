@@ -111,9 +111,9 @@ export interface StatefulMcp extends Backend {
 
 /**
  * A stateful MCP server at `/mcp` (a session per initialize, kept until DELETE): `echo` returns its text with an
- * output schema (text and length), `fail` returns a tool error.
+ * output schema (text and length), `fail` returns a tool error. Answers are event streams, or JSON with `json`.
  */
-export const statefulMcp = (port?: number) =>
+export const statefulMcp = (port?: number, options: { readonly json?: boolean } = {}) =>
   Effect.gen(function* () {
     const opened = new Map<string, number>()
     const sessions = new Map<string, StreamableHTTPServerTransport>()
@@ -149,6 +149,7 @@ export const statefulMcp = (port?: number) =>
       const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
+        enableJsonResponse: options.json === true,
         onsessioninitialized: (sid) => {
           sessions.set(sid, transport)
           opened.set(caller, (opened.get(caller) ?? 0) + 1)

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join as joinPath } from "node:path"
 import { Command } from "@effect/cli"
-import { Effect, Either, Layer, Option } from "effect"
+import { Duration, Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as NodeFile from "../../domain/NodeFile.js"
 import * as Logging from "../../layers/Logging.js"
@@ -57,10 +57,33 @@ const flags = {
     description:
       "How often keys, bans and the policy are re-read (jittered); keep it well within the key grace period.",
   }),
+  peerHeadersTimeout: Flag.duration("peer-headers-timeout", {
+    env: "MESH_PEER_HEADERS_TIMEOUT",
+    fallback: NodeConfig.defaults.peerHeadersTimeout,
+    description: "A peer's proxy stream must send its request's headers within this, or it is reset; 0: no limit.",
+  }),
+  peerIdleTimeout: Flag.duration("peer-idle-timeout", {
+    env: "MESH_PEER_IDLE_TIMEOUT",
+    fallback: NodeConfig.defaults.peerIdleTimeout,
+    description: "A peer's proxy stream with no bytes either way for this long is reset; 0: never.",
+  }),
+  peerMaxStreams: Flag.integer("peer-max-streams", {
+    env: "MESH_PEER_MAX_STREAMS",
+    fallback: NodeConfig.defaults.peerMaxStreams,
+    description: "Proxy streams one peer may hold open at once; beyond, new ones are reset.",
+  }),
+  backendHeadersTimeout: Flag.duration("backend-headers-timeout", {
+    env: "MESH_BACKEND_HEADERS_TIMEOUT",
+    fallback: NodeConfig.defaults.backendHeadersTimeout,
+    description: "A service's backend must send its answer's headers within this, else the peer gets 502; 0: no limit.",
+  }),
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
   logLevel: Flag.logLevel,
 }
+
+/** A duration flag where 0 means no limit. */
+const unlimitedIfZero = (duration: Duration.Duration) => (Duration.isZero(duration) ? Duration.infinity : duration)
 
 type Flags = Command.Command.ParseConfig<typeof flags>
 
@@ -118,6 +141,7 @@ export const settingsFromFlags = (f: Flags) =>
     const metricsAddress = Option.isSome(f.metricsAddr)
       ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
       : Option.none()
+    if (f.peerMaxStreams < 1) return yield* usage("--peer-max-streams must be at least 1")
     const token = yield* ApiTokenLive.resolve({
       path: f.apiTokenPath,
       fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
@@ -140,6 +164,14 @@ export const settingsFromFlags = (f: Flags) =>
       jwtPath: f.jwtPath,
       file,
       logLevel: f.logLevel,
+      ingress: {
+        headersTimeout: unlimitedIfZero(f.peerHeadersTimeout),
+        idleTimeout: unlimitedIfZero(f.peerIdleTimeout),
+        maxStreamsPerPeer: f.peerMaxStreams,
+        backendHeadersTimeout: Duration.isZero(f.backendHeadersTimeout)
+          ? Option.none()
+          : Option.some(f.backendHeadersTimeout),
+      },
     })
   })
 

@@ -1,16 +1,18 @@
 /**
  * StdioServers: a registry of bridged sessions (Bridge.ts, one process each) and of process slots per service. A
- * request without a session must be an initialize: it takes a slot, starts a process and opens a session, which
- * only the peer that opened it may use afterwards (another peer gets 404, as for an unknown session). A session
- * ends when its caller deletes it, after IDLE without a request (none being served), or when its process cannot be
- * kept running; its slot is free again then. Every process stops with the layer, that is when the node stops.
+ * request without a session must be an initialize: it takes a slot (one peer holds at most `callerShare` of them),
+ * starts a process and opens a session, which only the peer that opened it may use afterwards (another peer gets
+ * 404, as for an unknown session). A session ends when its caller deletes it, after IDLE without a request (none
+ * being served), or when its process cannot be kept running; its slot is free again then. Every process stops with
+ * the layer, that is when the node stops.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Layer, Ref, Schedule, Scope } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
-import { BadGateway, BadRequest, PayloadTooLarge, Unavailable } from "../../domain/Errors.js"
+import { BadGateway, BadRequest, PayloadTooLarge, RateLimited, Unavailable } from "../../domain/Errors.js"
+import * as McpGrant from "../../domain/McpGrant.js"
 import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
@@ -27,6 +29,27 @@ export const PROBE_TIMEOUT = Duration.seconds(30)
 /** A tool list this fresh stands: a program's start-up is too dear to pay every minute. */
 export const PROBE_KEEP = Duration.minutes(10)
 const MAX_TOOLS = 1024
+
+interface Slots {
+  readonly total: ReadonlyMap<string, number>
+  readonly byCaller: ReadonlyMap<string, number>
+}
+
+/**
+ * The processes of a service one caller may hold at once: half of them, rounded up, so that no single peer can keep
+ * every other caller out of a service that runs more than one.
+ */
+export const callerShare = (limit: number): number => Math.ceil(limit / 2)
+
+const decrement = (map: ReadonlyMap<string, number>, key: string): ReadonlyMap<string, number> => {
+  const next = new Map(map)
+  const used = (map.get(key) ?? 1) - 1
+  if (used > 0) next.set(key, used)
+  else next.delete(key)
+  return next
+}
+
+type Checked = { readonly grant: McpGrant.Grant; readonly message?: unknown }
 
 interface Entry {
   readonly bridge: Bridge.Bridge
@@ -79,7 +102,8 @@ export const layer = Layer.scoped(
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const sessions = yield* Ref.make<ReadonlyMap<string, Entry>>(new Map())
-    const slots = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
+    /** Processes running per service, and per service and caller (`<service> <caller>`; probes have no caller). */
+    const slots = yield* Ref.make<Slots>({ total: new Map(), byCaller: new Map() })
     /** The tool names each service listed last, and when. */
     const known = yield* Ref.make<
       ReadonlyMap<string, { readonly names: ReadonlyArray<string>; readonly atMs: number }>
@@ -87,21 +111,31 @@ export const layer = Layer.scoped(
 
     const limitOf = (spec: ServiceSpec) => spec.max_processes ?? DEFAULT_MAX_PROCESSES
 
-    /** Takes one of the service's process slots, if one is free. */
-    const takeSlot = (spec: ServiceSpec) =>
-      Ref.modify(slots, (map): [boolean, ReadonlyMap<string, number>] => {
-        const used = map.get(spec.name) ?? 0
-        return used < limitOf(spec) ? [true, new Map(map).set(spec.name, used + 1)] : [false, map]
+    /**
+     * Takes one of the service's process slots: "full" when none is free, "share" when the caller already holds its
+     * share of them.
+     */
+    const takeSlot = (spec: ServiceSpec, caller?: string) =>
+      Ref.modify(slots, (state): ["taken" | "full" | "share", Slots] => {
+        const used = state.total.get(spec.name) ?? 0
+        if (used >= limitOf(spec)) return ["full", state]
+        const key = `${spec.name} ${caller}`
+        const held = caller === undefined ? 0 : (state.byCaller.get(key) ?? 0)
+        if (caller !== undefined && held >= callerShare(limitOf(spec))) return ["share", state]
+        return [
+          "taken",
+          {
+            total: new Map(state.total).set(spec.name, used + 1),
+            byCaller: caller === undefined ? state.byCaller : new Map(state.byCaller).set(key, held + 1),
+          },
+        ]
       })
 
-    const freeSlot = (name: string) =>
-      Ref.update(slots, (map) => {
-        const next = new Map(map)
-        const used = (map.get(name) ?? 1) - 1
-        if (used > 0) next.set(name, used)
-        else next.delete(name)
-        return next
-      })
+    const freeSlot = (name: string, caller?: string) =>
+      Ref.update(slots, (state) => ({
+        total: decrement(state.total, name),
+        byCaller: caller === undefined ? state.byCaller : decrement(state.byCaller, `${name} ${caller}`),
+      }))
 
     const update = (id: string, f: (entry: Entry) => Entry) =>
       Ref.update(sessions, (map) => {
@@ -126,15 +160,22 @@ export const layer = Layer.scoped(
       })
 
     /** A new session: its initialize, a slot, a process. */
-    const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+    const open = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
       Effect.gen(function* () {
-        const body = yield* readJson(req)
+        const body = mcp !== undefined && mcp.message !== undefined ? mcp.message : yield* readJson(req)
         if (!isInitialize(body)) return rpcError(res, 400, "Bad Request: no session; send initialize first")
-        if (!(yield* takeSlot(spec))) {
-          const limit = limitOf(spec)
+        const slot = yield* takeSlot(spec, caller)
+        const limit = limitOf(spec)
+        if (slot === "full") {
           const all = limit === 1 ? "1 process and it is in use" : `${limit} processes and all are in use`
           return yield* new Unavailable({
             message: `the mcp service ${spec.name} runs at most ${all}; try again later`,
+          })
+        }
+        if (slot === "share") {
+          return yield* new RateLimited({
+            message: `the mcp service ${spec.name} runs at most ${callerShare(limit)} of its ${limit} processes for one caller; end a session first`,
+            retryAfterSeconds: 60,
           })
         }
         const bridge = yield* Bridge.make({
@@ -143,17 +184,18 @@ export const layer = Layer.scoped(
           onClosed: (bridge) =>
             Effect.zipRight(
               Ref.update(sessions, (map) => new Map([...map].filter(([, e]) => e.bridge !== bridge))),
-              freeSlot(spec.name),
+              freeSlot(spec.name, caller),
             ),
         }).pipe(
           Scope.extend(scope),
           Effect.catchAll((reason) =>
             Effect.zipRight(
-              freeSlot(spec.name),
+              freeSlot(spec.name, caller),
               Effect.fail(new BadGateway({ message: `the mcp service ${spec.name} could not start: ${reason}` })),
             ),
           ),
         )
+        bridge.grant = mcp?.grant ?? McpGrant.SERVICE
         yield* Effect.promise(() => bridge.transport.handleRequest(req, res, body))
         // The transport names the session as it takes the initialize, before the process answers it. Refused by the
         // transport (a bad protocol version, say), no session came of it.
@@ -165,20 +207,22 @@ export const layer = Layer.scoped(
         if (yield* bridge.closed) yield* Ref.update(sessions, (map) => new Map([...map].filter(([key]) => key !== id)))
       })
 
-    const handle = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse) =>
+    const handle = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
       Effect.gen(function* () {
         const header = req.headers["mcp-session-id"]
         const id = Array.isArray(header) ? header[0] : header
         if (id === undefined) {
           if (req.method !== "POST") return rpcError(res, 400, "Bad Request: no session; send initialize first")
-          return yield* open(spec, caller, req, res)
+          return yield* open(spec, caller, req, res, mcp)
         }
         const entry = (yield* Ref.get(sessions)).get(id)
         // Someone else's session is as unknown as a closed one.
         if (entry === undefined || entry.bridge.caller !== caller || entry.bridge.service !== spec.name) {
           return rpcError(res, 404, "Session not found")
         }
-        yield* serve(id, entry, req, res)
+        // The grant as the policy stands now: answers from here on are cut to it.
+        entry.bridge.grant = mcp?.grant ?? McpGrant.SERVICE
+        yield* serve(id, entry, req, res, mcp?.message)
       }).pipe(Effect.catchAll((error) => Effect.sync(() => writeError(res, error))))
 
     /** Starts a process, initializes it and lists its tools; the process stops with the probe. */
@@ -219,7 +263,7 @@ export const layer = Layer.scoped(
         const inUse = [...(yield* Ref.get(sessions)).values()].some((e) => e.bridge.service === spec.name)
         // Sessions are being served, or it answered lately: its tools are those it listed last.
         if (last !== undefined && (inUse || now - last.atMs < Duration.toMillis(PROBE_KEEP))) return last.names
-        if (!(yield* takeSlot(spec))) {
+        if ((yield* takeSlot(spec)) !== "taken") {
           return last?.names ?? (yield* Effect.fail(`all ${limitOf(spec)} processes are in use`))
         }
         const names = yield* listTools(spec).pipe(Effect.ensuring(freeSlot(spec.name)))
@@ -241,6 +285,6 @@ export const layer = Layer.scoped(
       Effect.forkScoped,
     )
 
-    return StdioServers.of({ handle, tools, running: Ref.get(slots) })
+    return StdioServers.of({ handle, tools, running: Ref.get(slots).pipe(Effect.map((state) => state.total)) })
   }),
 )

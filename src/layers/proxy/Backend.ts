@@ -6,14 +6,16 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { Effect, Option, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
 import { type ApiError, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import * as Spans from "../observability/Spans.js"
+import { relayFiltered } from "./McpMessages.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
 
 export interface Target {
@@ -24,6 +26,10 @@ export interface Target {
   readonly path: string
   readonly query: string
   readonly caller: Forwarding.Caller
+  /** A caller holding single tools of an MCP service: its checked body (POST) and the grant its answers are cut to. */
+  readonly mcp?: { readonly grant: McpGrant.Grant; readonly body?: Buffer }
+  /** Told of the backend's answer as its headers arrive (the MCP session binding reads them). */
+  readonly onResponse?: (upstream: IncomingMessage) => void
 }
 
 /** Answers a request with the one error body; a response already under way is cut off instead. */
@@ -90,87 +96,128 @@ const relayCard = (res: ServerResponse, upstream: IncomingMessage, targetUrl: st
   upstream.once("error", (error) => res.destroy(error))
 }
 
-export const make = Effect.gen(function* () {
-  // Keep-alive to backends: a fresh TCP connection per proxied request would cost more than the mesh hop itself.
-  const agents = yield* Effect.acquireRelease(
-    Effect.sync(() => ({ http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) })),
-    (a) =>
-      Effect.sync(() => {
-        a.http.destroy()
-        a.https.destroy()
-      }),
-  )
-
-  /** Sends the request to the backend and streams the answer; completes when the peer's response has closed. */
-  const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
-    Effect.flatMap(TraceContext.current, (traceparent) => send(req, res, target, traceparent)).pipe(
-      Spans.withSpan("mesh.backend", {
-        kind: "client",
-        captureStackTrace: false,
-        attributes: {
-          "mesh.service.type": target.service.type,
-          "mesh.service.name": target.service.name,
-          "http.request.method": TraceContext.method(req.method ?? "GET"),
-        },
-      }),
+/** `headersTimeout`: how long a backend may take to send its answer's headers (none: as long as it likes). */
+export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
+  Effect.gen(function* () {
+    // Keep-alive to backends: a fresh TCP connection per proxied request would cost more than the mesh hop itself.
+    const agents = yield* Effect.acquireRelease(
+      Effect.sync(() => ({ http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) })),
+      (a) =>
+        Effect.sync(() => {
+          a.http.destroy()
+          a.https.destroy()
+        }),
     )
 
-  const send = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: Target,
-    traceparent: Option.Option<string>,
-  ): Effect.Effect<void> =>
-    Effect.async<void>((resume) => {
-      const backend = target.backend
-      const headers = Forwarding.toBackend(req.headers, target.caller, backend.host)
-      // The backend continues our trace from this hop's span.
-      if (Option.isSome(traceparent)) headers.traceparent = traceparent.value
-      const origin = Forwarding.originOf(req.headers)
-      const card =
-        target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)
-          ? origin
-          : undefined
-      // The card is rewritten, so it must come unencoded.
-      if (card !== undefined) delete headers["accept-encoding"]
-      const https = backend.protocol === "https:"
-      const outgoing = (https ? httpsRequest : httpRequest)({
-        protocol: backend.protocol,
-        hostname: backend.hostname,
-        port: backend.port,
-        path: Forwarding.backendPath(backend, target.path, target.query),
-        method: req.method ?? "GET",
-        headers,
-        agent: https ? agents.https : agents.http,
-      })
-      outgoing.once("response", (upstream) => {
-        if (card === undefined) return stream(res, upstream)
-        relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
-      })
-      outgoing.once("error", (error) => {
-        // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
-        req.unpipe(outgoing)
-        req.resume()
-        writeError(
-          res,
-          new BadGateway({
-            message: `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`,
-          }),
+    /**
+     * Sends the request to the backend and streams the answer; completes when the peer's response has closed. A
+     * backend that sends no headers within `headersTimeout` has its request destroyed and the peer gets 502.
+     */
+    const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
+      Effect.gen(function* () {
+        const traceparent = yield* TraceContext.current
+        const answered = yield* Deferred.make<void>()
+        const sent = send(req, res, target, traceparent, answered)
+        if (Option.isNone(headersTimeout)) return yield* sent
+        const limit = headersTimeout.value
+        const late = Deferred.await(answered).pipe(
+          Effect.timeoutOption(limit),
+          Effect.flatMap((arrived) => (Option.isSome(arrived) ? Effect.never : Effect.void)),
         )
-      })
-      // The peer went away (stream reset or closed) before the answer ended: so does the backend request.
-      const done = () => {
-        if (!res.writableFinished) outgoing.destroy()
-        resume(Effect.void)
-      }
-      res.once("close", done)
-      if (hasBody(req)) relayBody(req, outgoing)
-      else outgoing.end()
-      return Effect.sync(() => {
-        res.off("close", done)
-        outgoing.destroy()
-      })
-    })
+        const first = yield* Effect.raceFirst(Effect.as(sent, "sent" as const), Effect.as(late, "late" as const))
+        if (first === "late") {
+          writeError(
+            res,
+            new BadGateway({
+              message: `the ${target.service.type} service ${target.service.name} did not answer within ${Duration.format(limit)}`,
+            }),
+          )
+        }
+      }).pipe(
+        Spans.withSpan("mesh.backend", {
+          kind: "client",
+          captureStackTrace: false,
+          attributes: {
+            "mesh.service.type": target.service.type,
+            "mesh.service.name": target.service.name,
+            "http.request.method": TraceContext.method(req.method ?? "GET"),
+          },
+        }),
+      )
 
-  return { forward }
-}) satisfies Effect.Effect<unknown, never, Scope.Scope>
+    const send = (
+      req: IncomingMessage,
+      res: ServerResponse,
+      target: Target,
+      traceparent: Option.Option<string>,
+      answered: Deferred.Deferred<void>,
+    ): Effect.Effect<void> =>
+      Effect.async<void>((resume) => {
+        const backend = target.backend
+        const headers = Forwarding.toBackend(req.headers, target.caller, backend.host)
+        // The backend continues our trace from this hop's span.
+        if (Option.isSome(traceparent)) headers.traceparent = traceparent.value
+        const origin = Forwarding.originOf(req.headers)
+        const card =
+          target.service.type === "a2a" && req.method === "GET" && AgentCard.CARD_PATHS.has(target.path)
+            ? origin
+            : undefined
+        // The card is rewritten and MCP answers are filtered, so they must come unencoded.
+        const mcp = target.mcp
+        if (card !== undefined || mcp !== undefined) delete headers["accept-encoding"]
+        // The body that was checked goes in place of the one that came.
+        if (mcp?.body !== undefined) {
+          delete headers["content-encoding"]
+          headers["content-length"] = String(mcp.body.byteLength)
+        }
+        const https = backend.protocol === "https:"
+        const outgoing = (https ? httpsRequest : httpRequest)({
+          protocol: backend.protocol,
+          hostname: backend.hostname,
+          port: backend.port,
+          path: Forwarding.backendPath(backend, target.path, target.query),
+          method: req.method ?? "GET",
+          headers,
+          agent: https ? agents.https : agents.http,
+        })
+        outgoing.once("response", (upstream) => {
+          Deferred.unsafeDone(answered, Exit.void)
+          target.onResponse?.(upstream)
+          if (mcp !== undefined) return relayFiltered(upstream, res, mcp.grant)
+          if (card === undefined) return stream(res, upstream)
+          relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
+        })
+        const onError = (error: Error) => {
+          // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
+          req.unpipe(outgoing)
+          req.resume()
+          writeError(
+            res,
+            new BadGateway({
+              message: `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`,
+            }),
+          )
+        }
+        outgoing.once("error", onError)
+        // The peer went away (stream reset or closed) before the answer ended: so does the backend request.
+        const done = () => {
+          if (!res.writableFinished) outgoing.destroy()
+          resume(Effect.void)
+        }
+        res.once("close", done)
+        if (mcp?.body !== undefined) outgoing.end(mcp.body)
+        else if (hasBody(req)) relayBody(req, outgoing)
+        else outgoing.end()
+        // Interrupted (the backend was too slow): whoever interrupted answers the peer; the body left drains.
+        return Effect.sync(() => {
+          res.off("close", done)
+          outgoing.off("error", onError)
+          outgoing.once("error", () => undefined)
+          req.unpipe(outgoing)
+          req.resume()
+          outgoing.destroy()
+        })
+      })
+
+    return { forward }
+  }) satisfies Effect.Effect<unknown, never, Scope.Scope>

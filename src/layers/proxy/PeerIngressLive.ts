@@ -2,14 +2,18 @@
  * PeerIngress over the MeshHost: `/mesh/proxy/1.0.0` is registered on libp2p (the gate holds streams back until
  * their peer authenticated) and every stream is handed, as a socket, to a node:http server that never listens. Each
  * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts
- * to the service's `target_url`, or served by the stdio MCP server the service runs (StdioServers).
+ * to the service's `target_url`, or served by the stdio MCP server the service runs (StdioServers). A stream counts
+ * against its peer's share and is reset when its headers are late or it goes idle (`NodeSettings.ingress`). MCP
+ * services are granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller
+ * (McpSessions).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Duration, Effect, Either, Layer, Ref, Runtime, Schedule } from "effect"
+import { Clock, Deferred, Duration, Effect, Either, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
@@ -25,6 +29,8 @@ import { PeerIngress } from "../../services/proxy/PeerIngress.js"
 import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
 import * as Spans from "../observability/Spans.js"
 import * as Backend from "./Backend.js"
+import * as McpMessages from "./McpMessages.js"
+import * as McpSessions from "./McpSessions.js"
 
 /**
  * Concurrent proxy streams per connection and protocol, each way. An MCP session alone holds one open GET stream,
@@ -34,8 +40,13 @@ const MAX_STREAMS = 1024
 
 /** Where an allowed request goes: a backend URL, or a stdio MCP server this node runs. */
 type Decision =
-  | { readonly _tag: "Http"; readonly target: Backend.Target }
-  | { readonly _tag: "Stdio"; readonly service: ServiceSpec; readonly caller: string }
+  | { readonly _tag: "Http"; readonly target: Backend.Target; readonly grant?: McpGrant.Grant }
+  | {
+      readonly _tag: "Stdio"
+      readonly service: ServiceSpec
+      readonly caller: string
+      readonly grant: McpGrant.Grant
+    }
 
 /** A request's path split into service and the rest: `/<type>/<name><path>?<query>`. */
 const parseTarget = (url: string) => {
@@ -73,10 +84,16 @@ export const layer = Layer.scoped(
       "Requests from peers answered through the proxy, by service type and status code.",
     )
     const inFlight = yield* Ref.make(0)
-    const backend = yield* Backend.make
+    const limits = (yield* NodeConfig).ingress
+    const backend = yield* Backend.make(limits.backendHeadersTimeout)
+    const sessions = yield* McpSessions.make
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
+    /** Proxy streams open per peer. */
+    const streams = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
+    /** Each stream's signal that its request's headers arrived; a stream's entry goes with it. */
+    const arrivals = new WeakMap<StreamSocket, Deferred.Deferred<void>>()
 
     // An unqualified identity member of the policy names the control plane's first issuer, which /info tells. Until
     // it is known such members match nobody: a target or binding can only be missed, never granted by mistake.
@@ -131,15 +148,25 @@ export const layer = Layer.scoped(
           doc === undefined
             ? new Set([peer.role])
             : Policy.callerRoles(doc, peer.role, Policy.subjectOf(peer.peerId, peer.identity), known)
-        const decision = Policy.authorizeService(
-          doc,
-          roles,
-          { type: type.right, name: target.name, path: target.path },
-          yield* self,
-          known,
-        )
+        // An MCP service is granted whole or tool by tool; its tools are told apart in the JSON-RPC, not the path.
+        const decision =
+          type.right === "mcp"
+            ? McpGrant.authorize(doc, roles, target.name, yield* self, known)
+            : Policy.authorizeService(
+                doc,
+                roles,
+                { type: type.right, name: target.name, path: target.path },
+                yield* self,
+                known,
+              )
         if (decision._tag === "Denied") {
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
+        }
+        const grant = "grant" in decision ? decision.grant : undefined
+        if (grant?._tag === "Tools" && target.path !== "" && target.path !== "/") {
+          return yield* new Forbidden({
+            message: `denied by policy rule allowed_services: a grant of single tools reaches only the endpoint of mcp://${target.name}`,
+          })
         }
         const found = services.get(`${type.right}/${target.name}`)
         if (found === undefined) {
@@ -151,7 +178,7 @@ export const layer = Layer.scoped(
           if (target.path !== "" && target.path !== "/") {
             return yield* new NotFound({ message: `the mcp service ${service.name} answers only at its own path` })
           }
-          return { _tag: "Stdio", service, caller: peer.peerId }
+          return { _tag: "Stdio", service, caller: peer.peerId, grant: grant ?? McpGrant.SERVICE }
         }
         return {
           _tag: "Http",
@@ -163,7 +190,27 @@ export const layer = Layer.scoped(
             query: target.query,
             caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
           },
+          ...(grant === undefined ? {} : { grant }),
         }
+      })
+
+    /** An HTTP MCP backend: a session is used only by the caller that opened it (McpSessions). */
+    const forwardMcp = (req: IncomingMessage, res: ServerResponse, target: Backend.Target) =>
+      Effect.gen(function* () {
+        const { name } = target.service
+        const caller = target.caller.peerId
+        const header = req.headers["mcp-session-id"]
+        const id = Array.isArray(header) ? header.join(", ") : header
+        if (id !== undefined && !(yield* sessions.owns(name, caller, id))) {
+          return McpSessions.writeNotFound(res)
+        }
+        const onResponse = (upstream: IncomingMessage) => {
+          const ok = (upstream.statusCode ?? 500) < 300
+          const opened = upstream.headers["mcp-session-id"]
+          if (id === undefined && ok && typeof opened === "string") run(sessions.bind(name, caller, opened))
+          if (id !== undefined && ok && req.method === "DELETE") run(sessions.unbind(name, id))
+        }
+        yield* backend.forward(req, res, { ...target, onResponse })
       })
 
     const serve = (req: IncomingMessage, res: ServerResponse) =>
@@ -176,10 +223,25 @@ export const layer = Layer.scoped(
         else {
           const decision = decided.right
           const service = decision._tag === "Http" ? decision.target.service : decision.service
-          const answer =
-            decision._tag === "Http"
-              ? backend.forward(req, res, decision.target)
-              : stdio.handle(decision.service, decision.caller, req, res)
+          const answer = Effect.gen(function* () {
+            const grant = decision.grant
+            // A caller holding single tools has each message it sends checked, and what it gets back filtered.
+            const checked =
+              grant?._tag === "Tools" && req.method === "POST"
+                ? yield* McpMessages.check(req, grant, service.name)
+                : undefined
+            if (checked?._tag === "Denied") return McpMessages.writeDenied(res, checked.answer)
+            const mcp =
+              grant?._tag === "Tools"
+                ? { grant, ...(checked === undefined ? {} : { body: checked.bytes, message: checked.message }) }
+                : undefined
+            if (decision._tag === "Http") {
+              const target = mcp === undefined ? decision.target : { ...decision.target, mcp }
+              if (service.type !== "mcp") return yield* backend.forward(req, res, target)
+              return yield* forwardMcp(req, res, target)
+            }
+            return yield* stdio.handle(decision.service, decision.caller, req, res, mcp)
+          }).pipe(Effect.catchAll((error) => Effect.sync(() => Backend.writeError(res, error))))
           yield* Effect.scoped(Effect.zipRight(local.track(service.type, service.name), answer))
         }
         const type = parseTarget(req.url ?? "/").type
@@ -227,8 +289,65 @@ export const layer = Layer.scoped(
         })(effect)
       })
 
+    /**
+     * A stream's deadlines, on the Clock: its request's headers within `headersTimeout` (the server never listens, so
+     * node:http's own `headersTimeout` never runs), then no silence either way longer than `idleTimeout`. Either
+     * missed resets the stream. Ends when the stream closes.
+     */
+    const guard = (socket: StreamSocket, headers: Deferred.Deferred<void>) => {
+      const closed = Effect.async<void>((resume) => {
+        if (socket.destroyed) return resume(Effect.void)
+        socket.once("close", () => resume(Effect.void))
+      })
+      const idle = (seen: number): Effect.Effect<void> =>
+        Effect.flatMap(Effect.sleep(limits.idleTimeout), () => {
+          const now = socket.bytesRead + socket.bytesWritten
+          if (now !== seen) return idle(now)
+          return Effect.sync(() => socket.abort(new Error("the stream was idle too long")))
+        })
+      const deadlines = Effect.gen(function* () {
+        const arrived = yield* Deferred.await(headers).pipe(Effect.timeoutOption(limits.headersTimeout))
+        if (Option.isNone(arrived)) {
+          return socket.abort(new Error("the request's headers did not arrive in time"))
+        }
+        yield* idle(socket.bytesRead + socket.bytesWritten)
+      })
+      return Effect.raceFirst(closed, deadlines)
+    }
+
+    /** One stream from a peer: counted against the peer's share, guarded by its deadlines. */
+    const accept = (socket: StreamSocket) =>
+      Effect.acquireUseRelease(
+        Ref.modify(streams, (map): [boolean, ReadonlyMap<string, number>] => {
+          const open = map.get(socket.remotePeer) ?? 0
+          return [open < limits.maxStreamsPerPeer, new Map(map).set(socket.remotePeer, open + 1)]
+        }),
+        (allowed) =>
+          Effect.gen(function* () {
+            if (!allowed) {
+              // Never handed to the server, whose listener would take the reset as an error.
+              socket.once("error", () => undefined)
+              return socket.abort(new Error("too many streams from this peer"))
+            }
+            const headers = yield* Deferred.make<void>()
+            arrivals.set(socket, headers)
+            server.emit("connection", socket)
+            yield* guard(socket, headers)
+          }),
+        () =>
+          Ref.update(streams, (map) => {
+            const next = new Map(map)
+            const open = (map.get(socket.remotePeer) ?? 1) - 1
+            if (open > 0) next.set(socket.remotePeer, open)
+            else next.delete(socket.remotePeer)
+            return next
+          }),
+      )
+
     // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.
     const server = createServer({ requestTimeout: 0 }, (req, res) => {
+      const headers = req.socket instanceof StreamSocket ? arrivals.get(req.socket) : undefined
+      if (headers !== undefined) Deferred.unsafeDone(headers, Exit.void)
       run(handle(req, res))
     })
     yield* Effect.acquireRelease(
@@ -236,7 +355,7 @@ export const layer = Layer.scoped(
         host.libp2p.handle(
           PROTOCOL,
           (stream, connection) => {
-            server.emit("connection", new StreamSocket(stream, connection))
+            run(accept(new StreamSocket(stream, connection)))
           },
           { runOnLimitedConnection: true, maxInboundStreams: MAX_STREAMS, maxOutboundStreams: MAX_STREAMS },
         ),

@@ -3,9 +3,10 @@
  * stateful, so every HTTP rule of the protocol is the SDK's) joined to a process of its own. A stdio server holds one
  * session's state (its initialize, log level, subscriptions), so processes are never shared between sessions.
  *
- * Messages pass unchanged both ways. A response goes back on the stream of its request; a progress notification on
- * the stream of the request that asked for it; anything else the server sends goes on the stream of the newest
- * request still open, or on the session's GET stream.
+ * Messages pass unchanged both ways, but for tool lists, cut to the grant of a caller holding single tools. A
+ * response goes back on the stream of its request; a progress notification on the stream of the request that asked
+ * for it; anything else the server sends goes on the stream of the newest request still open, or on the session's
+ * GET stream.
  *
  * If the process dies once the session is initialized, requests still open get an error, the process is started
  * again (after 1 s, doubling up to 30 s while it keeps dying within a minute, at most MAX_RESTARTS times in a row),
@@ -24,6 +25,7 @@ import {
   type RequestId,
 } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Deferred, Duration, Effect, ExecutionStrategy, Exit, Runtime, Scope } from "effect"
+import * as McpGrant from "../../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../../domain/NodeFile.js"
 import * as McpProcess from "./McpProcess.js"
 
@@ -44,6 +46,8 @@ export interface Bridge {
   readonly caller: string
   readonly service: string
   readonly transport: StreamableHTTPServerTransport
+  /** What the caller holds of the service, as of its latest request: the answers it gets are cut to it. */
+  grant: McpGrant.Grant
   /** Ends the session and its process. */
   readonly close: Effect.Effect<void>
   readonly closed: Effect.Effect<boolean>
@@ -130,7 +134,8 @@ export const make = (options: Options): Effect.Effect<Bridge, string, Scope.Scop
 
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID })
 
-    const toClient = (message: JSONRPCMessage) => {
+    const toClient = (received: JSONRPCMessage) => {
+      const message = (McpGrant.filterAnswer(bridge.grant, received) as JSONRPCMessage | undefined) ?? received
       if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
         const replay = traffic.replay
         if (replay !== undefined && message.id === replay.id) {
@@ -269,6 +274,7 @@ export const make = (options: Options): Effect.Effect<Bridge, string, Scope.Scop
       caller: options.caller,
       service: spec.name,
       transport,
+      grant: McpGrant.SERVICE,
       close,
       closed: Effect.sync(() => traffic.closed),
     }
