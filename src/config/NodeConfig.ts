@@ -37,6 +37,8 @@ export interface NodeSettings {
   readonly jwtPath: Option.Option<string>
   readonly file: NodeFile.NodeFile
   readonly logLevel: LogLevel.LogLevel
+  /** `--max-response-bytes`: the most bytes read from a peer per response; none leaves it to the file, else 16 MiB. */
+  readonly maxResponseBytes: Option.Option<number>
 }
 
 export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
@@ -49,7 +51,13 @@ export const defaults = {
   socketFile: "mesh.sock",
   apiTokenFile: "api-token",
   syncInterval: "15m",
+  /** Bytes read from a peer per response (its head included) before the exchange is reset. */
+  maxResponseBytes: 16 * 1024 * 1024,
 } as const
+
+/** The cap on a peer's response: the flag, else the configuration file's `max_response_bytes`, else the default. */
+export const maxResponseBytes = (settings: NodeSettings): number =>
+  Option.getOrElse(settings.maxResponseBytes, () => settings.file.max_response_bytes ?? defaults.maxResponseBytes)
 
 export const socketPathIn = (dataDir: string) => join(dataDir, defaults.socketFile)
 
@@ -66,5 +74,6 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   jwtPath: Option.none(),
   file: NodeFile.empty,
   logLevel: LogLevel.Info,
+  maxResponseBytes: Option.none(),
   ...overrides,
 })

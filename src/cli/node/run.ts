@@ -57,6 +57,10 @@ const flags = {
     description:
       "How often keys, bans and the policy are re-read (jittered); keep it well within the key grace period.",
   }),
+  maxResponseBytes: Flag.optionalText("max-response-bytes", {
+    env: "MESH_MAX_RESPONSE_BYTES",
+    description: `Most bytes read from a peer per response (an MCP answer, a proxied or inference answer); past it the exchange is reset. Default: max_response_bytes of the configuration file, else ${NodeConfig.defaults.maxResponseBytes}.`,
+  }),
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
   logLevel: Flag.logLevel,
@@ -88,6 +92,17 @@ const readConfig = (path: string, explicit: boolean) =>
     })
   })
 
+const responseCap = (value: string) => {
+  const n = Number(value.trim())
+  return /^\d+$/.test(value.trim()) && NodeFile.isResponseCap(n)
+    ? Effect.succeed(n)
+    : Effect.fail(
+        usage(
+          `--max-response-bytes: "${value}" is not a whole number of bytes, at least ${NodeFile.MIN_RESPONSE_BYTES}`,
+        ),
+      )
+}
+
 const readable = (flag: string, path: string) =>
   existsSync(path) ? Effect.succeed(path) : Effect.fail(usage(`--${flag} ${path}: no such file`))
 
@@ -118,6 +133,9 @@ export const settingsFromFlags = (f: Flags) =>
     const metricsAddress = Option.isSome(f.metricsAddr)
       ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
       : Option.none()
+    const maxResponseBytes = Option.isSome(f.maxResponseBytes)
+      ? Option.some(yield* responseCap(f.maxResponseBytes.value))
+      : Option.none()
     const token = yield* ApiTokenLive.resolve({
       path: f.apiTokenPath,
       fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
@@ -140,6 +158,7 @@ export const settingsFromFlags = (f: Flags) =>
       jwtPath: f.jwtPath,
       file,
       logLevel: f.logLevel,
+      maxResponseBytes,
     })
   })
 
