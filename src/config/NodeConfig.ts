@@ -39,6 +39,8 @@ export interface NodeSettings {
   readonly logLevel: LogLevel.LogLevel
   /** `--max-response-bytes`: the most bytes read from a peer per response; none leaves it to the file, else 16 MiB. */
   readonly maxResponseBytes: Option.Option<number>
+  /** How long an inference provider may take to send its response head before the next one is tried. */
+  readonly inferenceHeadersTimeout: Duration.Duration
 }
 
 export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
@@ -53,6 +55,7 @@ export const defaults = {
   syncInterval: "15m",
   /** Bytes read from a peer per response (its head included) before the exchange is reset. */
   maxResponseBytes: 16 * 1024 * 1024,
+  inferenceHeadersTimeout: "30s",
 } as const
 
 /** The cap on a peer's response: the flag, else the configuration file's `max_response_bytes`, else the default. */
@@ -75,5 +78,6 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   file: NodeFile.empty,
   logLevel: LogLevel.Info,
   maxResponseBytes: Option.none(),
+  inferenceHeadersTimeout: Duration.seconds(30),
   ...overrides,
 })

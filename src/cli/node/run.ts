@@ -61,6 +61,12 @@ const flags = {
     env: "MESH_MAX_RESPONSE_BYTES",
     description: `Most bytes read from a peer per response (an MCP answer, a proxied or inference answer); past it the exchange is reset. Default: max_response_bytes of the configuration file, else ${NodeConfig.defaults.maxResponseBytes}.`,
   }),
+  inferenceHeadersTimeout: Flag.duration("inference-headers-timeout", {
+    env: "MESH_INFERENCE_HEADERS_TIMEOUT",
+    fallback: NodeConfig.defaults.inferenceHeadersTimeout,
+    description:
+      "How long an inference provider may take to send its response head before the next provider is tried; a stream that has begun is not limited.",
+  }),
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
   logLevel: Flag.logLevel,
@@ -159,6 +165,7 @@ export const settingsFromFlags = (f: Flags) =>
       file,
       logLevel: f.logLevel,
       maxResponseBytes,
+      inferenceHeadersTimeout: f.inferenceHeadersTimeout,
     })
   })
 
