@@ -2,9 +2,13 @@
  * What a peer sends is capped on the calling node: a control plane, a router and two nodes in this process. B
  * publishes an MCP server (`huge`) that answers tool calls with 100 MB, as JSON or as an event stream, and lists
  * tools with a name too long, a description too long and a schema too large. A's agent gets a tool error, the
- * proxy route a 502, and B's backend sees its answer cut off: A reset the stream instead of reading on.
+ * proxy route a 502, and B's backend sees its answer cut off: A reset the stream instead of reading on. A node run
+ * as a process of its own (`mesh-node run`) shows what the cap does to its peak memory.
  */
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { join } from "node:path"
 import { describe, expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -14,8 +18,10 @@ import * as NodeConfig from "../../src/config/NodeConfig.js"
 import * as PeerTools from "../../src/domain/PeerTools.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
+import { freePort } from "../../src/testing/Ports.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { setPolicy } from "../support/admin.js"
+import { nodeArgs } from "../support/processes.js"
 import { eventually, tcp, tokenHeader } from "./support.js"
 
 const HUNDRED_MB = 100 * 1024 * 1024
@@ -134,7 +140,12 @@ const hugeMcp = Effect.acquireRelease(
 
 class Mesh extends Context.Tag("test/PeerLimitsMesh")<
   Mesh,
-  { readonly a: NodeHarness.NodeHarness; readonly bId: string; readonly huge: Huge }
+  {
+    readonly cp: ControlPlaneHarness.ControlPlaneHarness
+    readonly a: NodeHarness.NodeHarness
+    readonly bId: string
+    readonly huge: Huge
+  }
 >() {}
 
 const MeshLive = Layer.scoped(
@@ -153,21 +164,62 @@ const MeshLive = Layer.scoped(
     })
     const a = yield* NodeHarness.make(cp)
     yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
-    return { a, bId: yield* b.peerId, huge }
+    return { cp, a, bId: yield* b.peerId, huge }
   }),
 )
 
-const agent = (node: NodeHarness.NodeHarness) =>
+const agent = (node: Pick<NodeHarness.NodeHarness, "url" | "apiToken">) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const client = new Client({ name: "test-agent", version: "1.0.0" })
       await client.connect(
-        new StreamableHTTPClientTransport(new URL(`${node.url}/mcp`), { requestInit: { headers: tokenHeader(node) } }),
+        new StreamableHTTPClientTransport(new URL(`${node.url}/mcp`), {
+          requestInit: { headers: { "x-mesh-authentication": `Bearer ${node.apiToken}` } },
+        }),
       )
       return client
     }),
     (client) => Effect.promise(() => client.close()),
   )
+
+/** `mesh-node run` as a child process, enrolled with a fresh token, for the life of the scope. */
+const childNode = (cp: ControlPlaneHarness.ControlPlaneHarness) =>
+  Effect.gen(function* () {
+    const dir = yield* NodeHarness.tempDir
+    const tokenFile = join(dir, "bootstrap-token")
+    writeFileSync(tokenFile, yield* NodeHarness.nodeToken(cp), { mode: 0o600 })
+    const port = yield* Effect.promise(freePort)
+    const apiToken = "mesh-api-child-node-token-0123456789"
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(
+          process.execPath,
+          nodeArgs("mesh-node", [
+            "run",
+            ...["--control-plane", cp.url, "--data-dir", join(dir, "data"), "--bootstrap-token-path", tokenFile],
+            ...["--bind-addr", `127.0.0.1:${port}`, "--listen", "/ip4/127.0.0.1/tcp/0", "--log-level", "warn"],
+          ]),
+          { env: { ...process.env, MESH_API_TOKEN: apiToken }, stdio: ["ignore", "ignore", "inherit"] },
+        ),
+      ),
+      (child: ChildProcess) =>
+        Effect.async<void>((resume) => {
+          if (child.exitCode !== null) return resume(Effect.void)
+          child.once("exit", () => resume(Effect.void))
+          child.kill("SIGTERM")
+        }),
+    )
+    return { url: `http://127.0.0.1:${port}`, apiToken, pid: child.pid ?? 0 }
+  })
+
+/** The peak resident memory of a process so far (VmHWM), in bytes. */
+const peakRss = (pid: number) =>
+  Effect.sync(() => {
+    const line = readFileSync(`/proc/${pid}/status`, "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("VmHWM:"))
+    return Number(/(\d+)/.exec(line ?? "")?.[1] ?? 0) * 1024
+  })
 
 const call = (client: Client, name: string, args: Record<string, unknown>) =>
   Effect.promise(() => client.callTool({ name, arguments: args }) as Promise<CallToolResult>)
@@ -219,6 +271,35 @@ describe("what a peer sends is capped", () => {
         expect(chunked.read).toBeLessThan(NodeConfig.defaults.maxResponseBytes + 1024 * 1024)
         yield* eventually(30, Effect.sync(huge.cutOff), (cut) => cut === before + 2)
       }),
+    )
+
+    it.effect(
+      "in a node of its own process, a 100 MB answer grows the peak memory by a few times the cap at most",
+      () =>
+        Effect.gen(function* () {
+          const { cp, bId } = yield* Mesh
+          const node = yield* childNode(cp)
+          // The child answers once it has joined and found B's service: a first small exchange warms everything up.
+          const up = Effect.scoped(agent(node)).pipe(
+            Effect.as(true),
+            Effect.catchAllDefect(() => Effect.succeed(false)),
+          )
+          yield* eventually(120, up, (ok) => ok)
+          const client = yield* agent(node)
+          yield* eventually(
+            120,
+            call(client, "describe_remote_tool", { peer_id: bId, tool_name: "mcp://huge/big_json" }),
+            (result) => result.isError !== true,
+          )
+          const before = yield* peakRss(node.pid)
+          const result = yield* call(client, "call_remote_tool", { peer_id: bId, tool_name: "mcp://huge/big_json" })
+          expect(result.isError).toBe(true)
+          expect(textOf(result)).toContain(CAP)
+          const grown = (yield* peakRss(node.pid)) - before
+          // Past the cap nothing more is read: what grew is the capped answer as bytes and as text, and the node's own
+          // work (50 to 80 MiB here; reading the whole answer made it 800 MiB).
+          expect(grown).toBeLessThan(NodeConfig.defaults.maxResponseBytes * 8)
+        }).pipe(Effect.scoped),
     )
 
     it.effect("tool lists: a name too long or a schema too large is left out, a description shortened", () =>
