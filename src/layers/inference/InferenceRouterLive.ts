@@ -73,6 +73,8 @@ const pairs = (labels: Readonly<Record<string, string>>): string =>
 
 /** Unconfirmed gossip announcers of a model whose own model list is asked for at once. */
 const CONFIRM_CONCURRENCY = 10
+/** Gossip-only announcers of a model considered per request at most (announcements come newest first). */
+const MAX_UNCONFIRMED = 16
 
 /** How long the remote providers found for a model are reused. */
 const REMOTE_REUSE_MS = 1000
@@ -185,9 +187,17 @@ export const layer = Layer.scoped(
           found.set(key, { peerId: a.peerId, service: a.service, labels, load: a.activeRequests })
         }
         const listed = new Set(view.filter((m) => m.id === model).map((m) => `${m.peerId}/${m.service}`))
+        const eligible = [...found.entries()].filter(([, c]) => c.peerId !== self && !banned.has(c.peerId))
+        // Heard of only through gossip: tried only when its own model list holds the model. The newest few are
+        // asked, so that announcers by the hundred cannot hold a request up.
+        const unconfirmed = new Set(
+          eligible
+            .filter(([key]) => !listed.has(key))
+            .slice(0, MAX_UNCONFIRMED)
+            .map(([key]) => key),
+        )
         const kept = yield* Effect.filter(
-          [...found.entries()].filter(([, c]) => c.peerId !== self && !banned.has(c.peerId)),
-          // Heard of only through gossip: tried only when its own model list holds the model.
+          eligible.filter(([key]) => listed.has(key) || unconfirmed.has(key)),
           ([key, c]) => (listed.has(key) ? Effect.succeed(true) : registry.lists(c.peerId, c.service, model)),
           { concurrency: CONFIRM_CONCURRENCY },
         )
