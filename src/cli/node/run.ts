@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { join as joinPath } from "node:path"
 import { Command } from "@effect/cli"
-import { Effect, Either, Layer, Option } from "effect"
+import { Duration, Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as NodeFile from "../../domain/NodeFile.js"
 import * as Logging from "../../layers/Logging.js"
@@ -139,6 +139,9 @@ export const settingsFromFlags = (f: Flags) =>
     const metricsAddress = Option.isSome(f.metricsAddr)
       ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
       : Option.none()
+    if (Duration.toMillis(f.inferenceHeadersTimeout) <= 0) {
+      return yield* usage("--inference-headers-timeout must be longer than 0")
+    }
     const maxResponseBytes = Option.isSome(f.maxResponseBytes)
       ? Option.some(yield* responseCap(f.maxResponseBytes.value))
       : Option.none()
