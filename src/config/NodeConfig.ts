@@ -50,6 +50,10 @@ export interface NodeSettings {
   readonly file: NodeFile.NodeFile
   readonly logLevel: LogLevel.LogLevel
   readonly ingress: IngressSettings
+  /** `--max-response-bytes`: the most bytes read from a peer per response; none leaves it to the file, else 16 MiB. */
+  readonly maxResponseBytes: Option.Option<number>
+  /** How long an inference provider may take to send its response head before the next one is tried. */
+  readonly inferenceHeadersTimeout: Duration.Duration
 }
 
 export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
@@ -67,6 +71,9 @@ export const defaults = {
   peerIdleTimeout: "10m",
   peerMaxStreams: 512,
   backendHeadersTimeout: "0",
+  /** Bytes read from a peer per response (its head included) before the exchange is reset. */
+  maxResponseBytes: 16 * 1024 * 1024,
+  inferenceHeadersTimeout: "30s",
 } as const
 
 /**
@@ -79,6 +86,10 @@ export const defaultIngress: IngressSettings = {
   maxStreamsPerPeer: 512,
   backendHeadersTimeout: Option.none(),
 }
+
+/** The cap on a peer's response: the flag, else the configuration file's `max_response_bytes`, else the default. */
+export const maxResponseBytes = (settings: NodeSettings): number =>
+  Option.getOrElse(settings.maxResponseBytes, () => settings.file.max_response_bytes ?? defaults.maxResponseBytes)
 
 export const socketPathIn = (dataDir: string) => join(dataDir, defaults.socketFile)
 
@@ -96,5 +107,7 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   file: NodeFile.empty,
   logLevel: LogLevel.Info,
   ingress: defaultIngress,
+  maxResponseBytes: Option.none(),
+  inferenceHeadersTimeout: Duration.seconds(30),
   ...overrides,
 })

@@ -17,8 +17,13 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024
 /** Providers tried for one request, at most (fewer when fewer are eligible). */
 export const MAX_ATTEMPTS = 3
 
-/** Answers that send the request on to the next provider: the provider is busy or its backend is unreachable. */
-export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504])
+/**
+ * Whether an answer sends the request on to the next provider: busy (429) or failing (any 5xx) anywhere; and from
+ * a peer, 403 and 404 too, which its mesh side answers when its policy refuses this node or it no longer serves the
+ * model (a provider's backend saying the same also means "not here").
+ */
+export const passesOver = (status: number, local: boolean): boolean =>
+  status === 429 || (status >= 500 && status <= 599) || (!local && (status === 403 || status === 404))
 
 export interface CompletionFields {
   readonly model: string

@@ -20,6 +20,12 @@ export const DEFAULT_MAX_PROCESSES = 8
 const MAX_PROCESSES_LIMIT = 256
 const MAX_PROCESSES_MESSAGE = `must be a whole number from 1 to ${MAX_PROCESSES_LIMIT}`
 
+/** `max_response_bytes`: below 64 KiB an ordinary answer's head and a tool list would not fit. */
+export const MIN_RESPONSE_BYTES = 64 * 1024
+const RESPONSE_BYTES_MESSAGE = `must be a whole number of bytes, at least ${MIN_RESPONSE_BYTES}`
+
+export const isResponseCap = (n: number): boolean => Number.isSafeInteger(n) && n >= MIN_RESPONSE_BYTES
+
 const LabelMap = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
   Schema.filter((labels) => Either.match(Labels.validate(labels), { onLeft: (reason) => reason, onRight: () => true })),
 )
@@ -80,6 +86,12 @@ export const NodeFileSchema = Schema.Struct({
     { default: () => ({ require_labels: {} }) },
   ),
   services: Schema.optionalWith(Schema.Array(ServiceEntry), { default: () => [] }),
+  /** The most bytes read from a peer per response; the `--max-response-bytes` flag overrides it. */
+  max_response_bytes: Schema.optional(
+    Schema.Number.annotations({ message: () => RESPONSE_BYTES_MESSAGE }).pipe(
+      Schema.filter(isResponseCap, { message: () => RESPONSE_BYTES_MESSAGE }),
+    ),
+  ),
 }).pipe(
   Schema.filter((file) => {
     const seen = new Set<string>()

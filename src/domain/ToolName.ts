@@ -36,7 +36,8 @@ export const parseService = (text: string): Either.Either<string, string> => {
 
 const hasControl = (text: string): boolean => [...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
 
-const validTool = (tool: string): boolean => tool.length > 0 && tool.length <= MAX_TOOL_LENGTH && !hasControl(tool)
+export const validTool = (tool: string): boolean =>
+  tool.length > 0 && tool.length <= MAX_TOOL_LENGTH && !hasControl(tool)
 
 /** A namespaced tool name, `mcp://<service>/<tool>`. */
 export const parse = (text: string): Either.Either<ToolName, string> => {

@@ -78,6 +78,15 @@ export const challenge = (peer: Peer, endpoint: Challenge.Endpoint, atMs?: numbe
     return { challengeUnixMs: unixMs, challengeSignature: Challenge.sign(peer.seed, endpoint, peer.peerId, unixMs) }
   })
 
+/** A proof of possession as the headers `GET /enroll/status` and `POST /nodes/catalog` take. */
+export const challengeHeaders = (proof: {
+  readonly challengeUnixMs: bigint
+  readonly challengeSignature: Uint8Array
+}) => ({
+  "x-mesh-challenge-ts": String(proof.challengeUnixMs),
+  "x-mesh-challenge-sig": Challenge.toHeader(proof.challengeSignature),
+})
+
 /** POST /refresh with `credential` as bearer. */
 export const refresh = (
   baseUrl: string,
@@ -127,10 +136,7 @@ export const enrollStatus = (
 ) =>
   Effect.flatMap(challenge({ ...peer, seed: options.signAs ?? peer.seed }, "enroll-status", options.atMs), (proof) =>
     request(`${baseUrl}/enroll/status?peer_id=${encodeURIComponent(peer.peerId)}`, {
-      headers: {
-        "x-mesh-challenge-ts": String(proof.challengeUnixMs),
-        "x-mesh-challenge-sig": Challenge.toHeader(proof.challengeSignature),
-      },
+      headers: challengeHeaders(proof),
     }),
   )
 
@@ -195,17 +201,25 @@ export const lease = (
 
 export const decodeLease = (answer: Answer) => expectProto(RouterLeaseResponseSchema, answer)
 
-/** POST /nodes/catalog with the node's credential as bearer. */
+/**
+ * POST /nodes/catalog with the node's credential as bearer and its proof of possession in `X-Mesh-Challenge-Ts` and
+ * `X-Mesh-Challenge-Sig`; `signAs` signs with another key, `unsigned` leaves the proof out (to test refusals).
+ */
 export const reportCatalog = (
   baseUrl: string,
+  peer: Peer,
   credential: Uint8Array,
   services: ReadonlyArray<{ readonly type: ServiceType; readonly name: string; readonly description?: string }>,
+  options: { readonly atMs?: number; readonly signAs?: Uint8Array; readonly unsigned?: boolean } = {},
 ) =>
-  postProto(
-    `${baseUrl}/nodes/catalog`,
-    NodeCatalogReportSchema,
-    { services: services.map((s) => ({ ...s })) },
-    {
-      authorization: `Bearer ${Biscuit.toText(credential)}`,
-    },
+  Effect.flatMap(challenge({ ...peer, seed: options.signAs ?? peer.seed }, "nodes-catalog", options.atMs), (proof) =>
+    postProto(
+      `${baseUrl}/nodes/catalog`,
+      NodeCatalogReportSchema,
+      { services: services.map((s) => ({ ...s })) },
+      {
+        authorization: `Bearer ${Biscuit.toText(credential)}`,
+        ...(options.unsigned === true ? {} : challengeHeaders(proof)),
+      },
+    ),
   )

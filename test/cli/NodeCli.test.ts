@@ -103,3 +103,30 @@ describe("mesh-node join", () => {
     ),
   )
 })
+
+describe("mesh-node run limits", () => {
+  it.live("a response cap under 64 KiB or a zero time-to-headers limit is one line and exit 2", () =>
+    Effect.gen(function* () {
+      const dataDir = join(dir, "limits")
+      const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+        [
+          ["--max-response-bytes", "12"],
+          'mesh-node: --max-response-bytes: "12" is not a whole number of bytes, at least 65536',
+        ],
+        [["--inference-headers-timeout", "0"], "mesh-node: --inference-headers-timeout must be longer than 0"],
+      ]
+      for (const [flags, line] of cases) {
+        const out = yield* meshNode(["run", "--data-dir", dataDir, ...flags])
+        expect(out.code, out.stderr).toBe(2)
+        expect(out.stderr.trim().split("\n")).toEqual([line])
+      }
+      mkdirSync(dataDir, { recursive: true })
+      writeFileSync(join(dataDir, "mesh-node.yaml"), "max_response_bytes: 5\n")
+      const file = yield* meshNode(["run", "--data-dir", dataDir])
+      expect(file.code, file.stderr).toBe(2)
+      expect(file.stderr.trim().split("\n")).toEqual([
+        `mesh-node: ${join(dataDir, "mesh-node.yaml")}: max_response_bytes: must be a whole number of bytes, at least 65536`,
+      ])
+    }),
+  )
+})

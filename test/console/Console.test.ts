@@ -213,7 +213,7 @@ const operator = async (cp: Harness.ControlPlaneHarness, context: BrowserContext
 
   // The node reports its services; a router holds a lease with telemetry.
   await run(
-    MeshClient.reportCatalog(cp.url, admitted.biscuitToken, [
+    MeshClient.reportCatalog(cp.url, peer, admitted.biscuitToken, [
       { type: ServiceType.MCP, name: "files", description: "file tools" },
       { type: ServiceType.INFERENCE, name: "llama-3-8b", description: "local model" },
     ]),

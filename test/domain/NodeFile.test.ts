@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Either, Option, Redacted } from "effect"
+import * as NodeConfig from "../../src/config/NodeConfig.js"
 import * as NodeFile from "../../src/domain/NodeFile.js"
 
 const stdio = (extra: string) => `services:\n  - name: files\n    type: mcp\n    command: [mcp-files]\n${extra}`
@@ -40,5 +41,22 @@ describe("mesh-node.yaml", () => {
     expect(NodeFile.parse("services:\n  - name: files\n    type: ftp\n    target_url: http://127.0.0.1:1\n")).toEqual(
       Either.left("services[0].type: must be one of mcp, inference, a2a"),
     )
+  })
+})
+
+describe("max_response_bytes", () => {
+  it("caps a peer's responses: the flag, else the file, else 16 MiB; under 64 KiB is refused", () => {
+    const parsed = NodeFile.parse("max_response_bytes: 1048576\n")
+    expect(Either.map(parsed, (file) => file.max_response_bytes)).toEqual(Either.right(1048576))
+    for (const bad of ["1000", "100000.5", "lots"]) {
+      expect(NodeFile.parse(`max_response_bytes: ${bad}\n`), bad).toEqual(
+        Either.left("max_response_bytes: must be a whole number of bytes, at least 65536"),
+      )
+    }
+    const base = { dataDir: "/nowhere", apiToken: Redacted.make("t") }
+    expect(NodeConfig.maxResponseBytes(NodeConfig.make(base))).toBe(16 * 1024 * 1024)
+    const fromFile = NodeConfig.make({ ...base, file: { ...NodeFile.empty, max_response_bytes: 1048576 } })
+    expect(NodeConfig.maxResponseBytes(fromFile)).toBe(1048576)
+    expect(NodeConfig.maxResponseBytes({ ...fromFile, maxResponseBytes: Option.some(70000) })).toBe(70000)
   })
 })

@@ -25,7 +25,7 @@ describeDatabases("operator views", (db) => {
       const token = yield* mintToken(cp, { max_usages: 3, description: "fleet" })
       const peer = PeerKey.generate()
       const node = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, peer, token.token))
-      const reported = yield* MeshClient.reportCatalog(cp.url, node.biscuitToken, [
+      const reported = yield* MeshClient.reportCatalog(cp.url, peer, node.biscuitToken, [
         { type: ServiceType.MCP, name: "files", description: "file tools" },
       ])
       expect(reported.status).toBe(204)

@@ -1,8 +1,9 @@
 /**
  * The routes a mesh component calls with its credential as bearer, `POST /nodes/catalog` and `GET /policies`, refuse
  * a request without a credential (401), with a credential that does not verify here (401: not base64, not a
- * credential, signed by another control plane), and with the credential of a banned node (403). A refused catalog
- * report is not stored; a refused policy read carries no policy.
+ * credential, signed by another control plane), and with the credential of a banned node (403). A catalog report
+ * also needs the node's proof of possession, as `/refresh` does: every peer sees a node's credential in the mesh
+ * handshake. A refused catalog report is not stored; a refused policy read carries no policy.
  */
 import { expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
@@ -17,15 +18,28 @@ import { enrollDirectly } from "../support/nodes.js"
 const T0 = Date.parse("2026-06-01T00:00:00Z")
 const services = [{ type: ServiceType.MCP, name: "files", description: "file tools" }]
 
-type Call = (authorization: string | undefined) => Effect.Effect<MeshClient.Answer>
+/** A call with this `Authorization`; `signer` is the node whose credential it carries, when it is one of ours. */
+type Call = (authorization: string | undefined, signer?: MeshClient.Peer) => Effect.Effect<MeshClient.Answer>
 
 const headers = (authorization: string | undefined): Record<string, string> =>
   authorization === undefined ? {} : { authorization }
 
 const reportCatalog =
   (cp: Harness.ControlPlaneHarness): Call =>
-  (authorization) =>
-    MeshClient.postProto(`${cp.url}/nodes/catalog`, NodeCatalogReportSchema, { services }, headers(authorization))
+  (authorization, signer) =>
+    Effect.flatMap(
+      signer === undefined ? Effect.succeed(undefined) : MeshClient.challenge(signer, "nodes-catalog"),
+      (proof) =>
+        MeshClient.postProto(
+          `${cp.url}/nodes/catalog`,
+          NodeCatalogReportSchema,
+          { services },
+          {
+            ...headers(authorization),
+            ...(proof === undefined ? {} : MeshClient.challengeHeaders(proof)),
+          },
+        ),
+    )
 
 const readPolicies =
   (cp: Harness.ControlPlaneHarness): Call =>
@@ -52,12 +66,12 @@ const refusals = (cp: Harness.ControlPlaneHarness, call: Call, success: number) 
       "unauthorized",
     ])
     expect(outcome(yield* call(`Bearer ${Biscuit.toText(foreign.credential)}`))).toEqual([401, "unauthorized"])
-    const refused = yield* call(`Bearer ${Biscuit.toText(banned.credential)}`)
+    const refused = yield* call(`Bearer ${Biscuit.toText(banned.credential)}`, banned.peer)
     expect([refused.status, MeshClient.errorOf(refused)]).toEqual([
       403,
       { error: "forbidden", message: "node is not admitted" },
     ])
-    expect((yield* call(`Bearer ${Biscuit.toText(good.credential)}`)).status).toBe(success)
+    expect((yield* call(`Bearer ${Biscuit.toText(good.credential)}`, good.peer)).status).toBe(success)
     return good
   })
 
@@ -72,6 +86,42 @@ describeDatabases("routes called with a node's credential", (db) => {
       expect(yield* catalogOf(cp)).toEqual([
         {
           peer_id: good.peer.peerId,
+          services: [{ type: "mcp", name: "files", description: "file tools" }],
+          reported_at: new Date(T0).toISOString(),
+        },
+      ])
+    }),
+  )
+
+  it.scoped("POST /nodes/catalog needs the node's own signature: a credential seen in a handshake forges nothing", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const victim = yield* enrollDirectly(cp)
+      const thief = yield* enrollDirectly(cp)
+      const forged = [{ type: ServiceType.MCP, name: "forged", description: "not the victim's" }]
+      const outcome = (answer: MeshClient.Answer) => [answer.status, MeshClient.errorOf(answer)]
+      const post = (options: Parameters<typeof MeshClient.reportCatalog>[4]) =>
+        Effect.map(MeshClient.reportCatalog(cp.url, victim.peer, victim.credential, forged, options), outcome)
+      expect(yield* post({ unsigned: true })).toEqual([
+        401,
+        { error: "unauthorized", message: "missing or invalid challenge timestamp" },
+      ])
+      expect(yield* post({ signAs: thief.peer.seed })).toEqual([
+        401,
+        { error: "unauthorized", message: "challenge signature verification failed" },
+      ])
+      expect(yield* post({ atMs: T0 - 10 * 60_000 })).toEqual([
+        401,
+        { error: "unauthorized", message: "stale or invalid challenge timestamp" },
+      ])
+      expect(yield* catalogOf(cp)).toEqual([])
+      // The victim's own report, signed with its key, is what the status shows.
+      const own = yield* MeshClient.reportCatalog(cp.url, victim.peer, victim.credential, services)
+      expect(own.status).toBe(204)
+      expect(yield* catalogOf(cp)).toEqual([
+        {
+          peer_id: victim.peer.peerId,
           services: [{ type: "mcp", name: "files", description: "file tools" }],
           reported_at: new Date(T0).toISOString(),
         },

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { Stream } from "@libp2p/interface"
 import { peerIdFromString } from "@libp2p/peer-id"
 import { multiaddr } from "@multiformats/multiaddr"
-import { Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import * as lp from "it-length-prefixed"
 import { DHT_PROTOCOL } from "../../src/p2p/Libp2pHost.js"
 import { type CredentialKind, findNode, makeTrust, startPeer, type TestPeer, waitUntil } from "./fixtures.js"
@@ -99,6 +99,24 @@ describe("MeshHost gating", () => {
         )
       }),
     60_000,
+  )
+
+  it.scopedLive(
+    "a peer whose credential expires is not an authenticated peer from that moment, before any re-check",
+    () =>
+      Effect.gen(function* () {
+        const trust = makeTrust()
+        const expiresAtMs = Math.ceil(((yield* Clock.currentTimeMillis) + 3_000) / 1000) * 1000
+        const server = yield* startPeer({ mode: "node", trust })
+        const caller = yield* startPeer({ mode: "node", trust, expiresAtMs })
+        yield* caller.dial(server.address)
+        yield* waitUntil("the caller is authenticated", async () =>
+          Option.isSome(await Effect.runPromise(server.peer(caller.peerId))),
+        )
+        // The re-verification runs a minute after the host started; the credential expires within seconds.
+        yield* waitUntil("the credential expired", () => Date.now() > expiresAtMs, 10_000)
+        expect(Option.isNone(yield* server.peer(caller.peerId))).toBe(true)
+      }),
   )
 
   const refusals: ReadonlyArray<readonly [CredentialKind, string]> = [

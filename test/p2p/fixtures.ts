@@ -39,6 +39,8 @@ export interface PeerOptions {
   readonly credential?: CredentialKind
   readonly labels?: Readonly<Record<string, string>>
   readonly listen?: ReadonlyArray<string>
+  /** A valid credential that expires at this time (whole seconds). */
+  readonly expiresAtMs?: number
 }
 
 export interface TestPeer extends MeshHostService {
@@ -63,7 +65,13 @@ export const startPeer = (options: PeerOptions): Effect.Effect<TestPeer, unknown
   Effect.gen(function* () {
     const key = PeerKey.generate()
     const role = options.mode === "router" ? ROUTER_ROLE : NODE_ROLE
-    const credential = yield* mint(key.peerId, role, options.labels ?? {}, options.credential ?? "valid")
+    const credential =
+      options.expiresAtMs === undefined
+        ? yield* mint(key.peerId, role, options.labels ?? {}, options.credential ?? "valid")
+        : Biscuit.mint(
+            { peerId: key.peerId, role, labels: options.labels ?? {}, expiresAtMs: options.expiresAtMs },
+            signer,
+          )
     const host = yield* MeshHostLive.make({
       seed: key.seed,
       credential: Effect.succeed(credential),

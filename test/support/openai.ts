@@ -3,7 +3,8 @@
  * models, `POST /v1/chat/completions` and `POST /v1/completions` answer "Hello from <name>" whole or as server-sent
  * events (chunks `chunkDelayMs` apart, and when `gated`, each chunk after the first only once the test called
  * `advance`), with `usage` in the answer (and in a last chunk when `stream_options.include_usage`). Per model it
- * may instead answer an error status, or send one chunk and hold the stream open, recording when its client left.
+ * may instead answer an error status, never answer at all, or send one chunk and hold the stream open, recording
+ * when its client left.
  * Every request is recorded, headers and body.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -24,6 +25,8 @@ export interface Options {
   readonly failing?: Readonly<Record<string, number>>
   /** Models whose stream sends one chunk and never ends. */
   readonly holding?: ReadonlyArray<string>
+  /** Models whose completions are never answered, not even with a response head. */
+  readonly silent?: ReadonlyArray<string>
   readonly chunkDelayMs?: number
 }
 
@@ -151,6 +154,7 @@ export const openAi = (options: Options): Effect.Effect<OpenAiBackend, never, Sc
         res.writeHead(400, { "content-type": "application/json" })
         return void res.end(JSON.stringify({ error: { message: "bad request", type: "invalid_request_error" } }))
       }
+      if (options.silent?.includes(model)) return
       const status = options.failing?.[model]
       if (status !== undefined) {
         res.writeHead(status, { "content-type": "application/json" })

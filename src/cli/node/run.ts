@@ -77,6 +77,16 @@ const flags = {
     fallback: NodeConfig.defaults.backendHeadersTimeout,
     description: "A service's backend must send its answer's headers within this, else the peer gets 502; 0: no limit.",
   }),
+  maxResponseBytes: Flag.optionalText("max-response-bytes", {
+    env: "MESH_MAX_RESPONSE_BYTES",
+    description: `Most bytes read from a peer per response (an MCP answer, a proxied or inference answer); past it the exchange is reset. Default: max_response_bytes of the configuration file, else ${NodeConfig.defaults.maxResponseBytes}.`,
+  }),
+  inferenceHeadersTimeout: Flag.duration("inference-headers-timeout", {
+    env: "MESH_INFERENCE_HEADERS_TIMEOUT",
+    fallback: NodeConfig.defaults.inferenceHeadersTimeout,
+    description:
+      "How long an inference provider may take to send its response head before the next provider is tried; a stream that has begun is not limited.",
+  }),
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
   logLevel: Flag.logLevel,
@@ -111,6 +121,17 @@ const readConfig = (path: string, explicit: boolean) =>
     })
   })
 
+const responseCap = (value: string) => {
+  const n = Number(value.trim())
+  return /^\d+$/.test(value.trim()) && NodeFile.isResponseCap(n)
+    ? Effect.succeed(n)
+    : Effect.fail(
+        usage(
+          `--max-response-bytes: "${value}" is not a whole number of bytes, at least ${NodeFile.MIN_RESPONSE_BYTES}`,
+        ),
+      )
+}
+
 const readable = (flag: string, path: string) =>
   existsSync(path) ? Effect.succeed(path) : Effect.fail(usage(`--${flag} ${path}: no such file`))
 
@@ -142,6 +163,12 @@ export const settingsFromFlags = (f: Flags) =>
       ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
       : Option.none()
     if (f.peerMaxStreams < 1) return yield* usage("--peer-max-streams must be at least 1")
+    if (Duration.toMillis(f.inferenceHeadersTimeout) <= 0) {
+      return yield* usage("--inference-headers-timeout must be longer than 0")
+    }
+    const maxResponseBytes = Option.isSome(f.maxResponseBytes)
+      ? Option.some(yield* responseCap(f.maxResponseBytes.value))
+      : Option.none()
     const token = yield* ApiTokenLive.resolve({
       path: f.apiTokenPath,
       fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
@@ -172,6 +199,8 @@ export const settingsFromFlags = (f: Flags) =>
           ? Option.none()
           : Option.some(f.backendHeadersTimeout),
       },
+      maxResponseBytes,
+      inferenceHeadersTimeout: f.inferenceHeadersTimeout,
     })
   })
 

@@ -22,10 +22,28 @@ export type ErrorReason =
   /** The answer did not reach its end: the client went away or the provider's answer was cut off. */
   | "incomplete"
 
-export type FallbackReason = "status_429" | "status_502" | "status_503" | "status_504" | "connection" | "labels"
+export type FallbackReason =
+  | "status_403"
+  | "status_404"
+  | "status_429"
+  | "status_500"
+  | "status_502"
+  | "status_503"
+  | "status_504"
+  /** Any other 5xx. */
+  | "status_5xx"
+  | "connection"
+  /** No response head within the time-to-headers limit. */
+  | "timeout"
+  | "labels"
+  /** This node's copy of the policy does not let it call the provider: nothing was sent. */
+  | "policy"
 
 const STATUS_REASONS: Readonly<Record<number, FallbackReason>> = {
+  403: "status_403",
+  404: "status_404",
   429: "status_429",
+  500: "status_500",
   502: "status_502",
   503: "status_503",
   504: "status_504",
@@ -33,13 +51,19 @@ const STATUS_REASONS: Readonly<Record<number, FallbackReason>> = {
 
 /** Why a provider was passed over, as a label value. */
 export const fallbackReason = (
-  failure: { readonly _tag: "Status"; readonly status: number } | { readonly _tag: "Connection" | "Labels" },
+  failure:
+    | { readonly _tag: "Status"; readonly status: number }
+    | { readonly _tag: "Connection" | "Timeout" | "Labels" | "Policy" },
 ): FallbackReason =>
   failure._tag === "Status"
-    ? (STATUS_REASONS[failure.status] ?? "connection")
+    ? (STATUS_REASONS[failure.status] ?? "status_5xx")
     : failure._tag === "Connection"
       ? "connection"
-      : "labels"
+      : failure._tag === "Timeout"
+        ? "timeout"
+        : failure._tag === "Labels"
+          ? "labels"
+          : "policy"
 
 export const make = (metrics: MetricsRegistry) => {
   const requests = metrics.counter(

@@ -4,12 +4,13 @@
  * view (their load), reached through PeerProxy. Each request tries at most MAX_ATTEMPTS providers in rank order; a
  * busy or unreachable one is benched for Cooldowns.COOLDOWN and the next tried with the same body.
  */
-import { Clock, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Clock, Duration, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Schedule, Scope } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { ModelNotFound, NoAvailableProvider, NoEligibleProvider } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Inference from "../../domain/Inference.js"
+import * as Policy from "../../domain/Policy.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { Discovery } from "../../services/discovery/Discovery.js"
@@ -20,8 +21,10 @@ import {
   type RoutingError,
 } from "../../services/inference/InferenceRouter.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
+import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
-import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { type AuthenticatedPeer, MeshHost } from "../../services/mesh/MeshHost.js"
+import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import * as Spans from "../observability/Spans.js"
@@ -35,8 +38,15 @@ import * as ModelRegistry from "./ModelRegistry.js"
 type Failure =
   | { readonly _tag: "Status"; readonly status: number }
   | { readonly _tag: "Connection"; readonly reason: string }
+  /** No response head within the time-to-headers limit; the request was abandoned. */
+  | { readonly _tag: "Timeout"; readonly reason: string }
   /** Its verified credential lacks the labels required (checked when the proxy reached it); nothing was sent. */
   | { readonly _tag: "Labels"; readonly reason: string }
+  /** This node's copy of the policy does not let it call the provider; nothing was sent. */
+  | { readonly _tag: "Policy"; readonly reason: string }
+
+/** Refusals made before anything was sent: they neither bench the provider nor use up an attempt. */
+const unsent = (failure: Failure): boolean => failure._tag === "Labels" || failure._tag === "Policy"
 
 interface Passed {
   readonly candidate: Inference.Candidate
@@ -48,9 +58,11 @@ const describeFailure = (passed: Passed): string => {
   const failure = passed.failure
   return failure._tag === "Status"
     ? `${who} answered ${failure.status}`
-    : failure._tag === "Connection"
+    : failure._tag === "Connection" || failure._tag === "Timeout"
       ? `${who} did not answer (${failure.reason})`
-      : `${who} does not attest the required labels`
+      : failure._tag === "Labels"
+        ? `${who} does not attest the required labels`
+        : `${who} may not be called under this node's copy of the policy (${failure.reason})`
 }
 
 const pairs = (labels: Readonly<Record<string, string>>): string =>
@@ -58,6 +70,11 @@ const pairs = (labels: Readonly<Record<string, string>>): string =>
     .map(([k, v]) => `${k}=${v}`)
     .sort()
     .join(",")
+
+/** Unconfirmed gossip announcers of a model whose own model list is asked for at once. */
+const CONFIRM_CONCURRENCY = 10
+/** Gossip-only announcers of a model considered per request at most (announcements come newest first). */
+const MAX_UNCONFIRMED = 16
 
 /** How long the remote providers found for a model are reused. */
 const REMOTE_REUSE_MS = 1000
@@ -74,6 +91,8 @@ export const layer = Layer.scoped(
     const discovery = yield* Discovery
     const proxy = yield* PeerProxy
     const settings = yield* NodeConfig
+    const policy = yield* PolicyView
+    const headersTimeout = settings.inferenceHeadersTimeout
     const floor = settings.file.egress.require_labels
     const metrics = InferenceMetrics.make(yield* Metrics)
     const registry = yield* ModelRegistry.make
@@ -82,21 +101,57 @@ export const layer = Layer.scoped(
     const turns = yield* Ref.make(0)
     const self = host.peerId
 
-    /** The labels our credential attests, read again only when the credential changes. */
+    /** What our credential attests (labels, role, identity), read again only when the credential changes. */
     const ownCache = yield* Ref.make<
-      { readonly credential: Uint8Array; readonly labels: Readonly<Record<string, string>> } | undefined
+      { readonly credential: Uint8Array; readonly facts: Biscuit.Facts | undefined } | undefined
     >(undefined)
-    const ownLabels = Effect.gen(function* () {
+    const ownFacts = Effect.gen(function* () {
       const credential = yield* membership.credential
       const cached = yield* Ref.get(ownCache)
-      if (cached?.credential === credential) return cached.labels
+      if (cached?.credential === credential) return cached.facts
       const verified = Biscuit.verify(credential, (yield* membership.trust).keyFor, yield* Clock.currentTimeMillis, {
         allowExpired: true,
       })
-      const labels = Either.isRight(verified) ? verified.right.facts.labels : {}
-      yield* Ref.set(ownCache, { credential, labels })
-      return labels
+      const facts = Either.isRight(verified) ? verified.right.facts : undefined
+      yield* Ref.set(ownCache, { credential, facts })
+      return facts
     })
+    const ownLabels = Effect.map(ownFacts, (facts) => facts?.labels ?? {})
+
+    // As on the serving side: an unqualified identity member names the control plane's first issuer, which /info
+    // tells; until it is known such members match nobody.
+    const issuers = yield* Ref.make<Policy.Issuers>([])
+    const client = yield* ControlPlaneClient
+    yield* client.info.pipe(
+      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
+      Effect.retry(
+        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
+      ),
+      Effect.forkScoped,
+    )
+
+    /**
+     * Whether this node's copy of the policy lets it call `service` on `peer`, as the peer's own side will decide:
+     * a provider that would refuse is never sent the request (nor can it blackhole one).
+     */
+    const allowedBy = (peer: AuthenticatedPeer, service: string): Effect.Effect<Option.Option<string>> =>
+      Effect.gen(function* () {
+        const snapshot = yield* policy.current
+        if (Option.isNone(snapshot)) return Option.some("no copy of the mesh policy yet")
+        const doc = snapshot.value.document
+        const known = yield* Ref.get(issuers)
+        const facts = yield* ownFacts
+        const role = facts?.role ?? NODE_ROLE
+        const roles = Policy.callerRoles(doc, role, Policy.subjectOf(self, facts?.identity), known)
+        const decision = Policy.authorizeService(
+          doc,
+          roles,
+          { type: "inference", name: service, path: "" },
+          Policy.subjectOf(peer.peerId, peer.identity),
+          known,
+        )
+        return decision._tag === "Denied" ? Option.some(`rule ${decision.rule}`) : Option.none()
+      })
 
     const localModels = Effect.map(local.published, (services) =>
       services.filter((s) => s.type === "inference" && backends.has(s.name)),
@@ -131,9 +186,23 @@ export const layer = Layer.scoped(
           const labels = known !== undefined && !a.labelsAttested ? known.labels : a.labels
           found.set(key, { peerId: a.peerId, service: a.service, labels, load: a.activeRequests })
         }
+        const listed = new Set(view.filter((m) => m.id === model).map((m) => `${m.peerId}/${m.service}`))
+        const eligible = [...found.entries()].filter(([, c]) => c.peerId !== self && !banned.has(c.peerId))
+        // Heard of only through gossip: tried only when its own model list holds the model. The newest few are
+        // asked, so that announcers by the hundred cannot hold a request up.
+        const unconfirmed = new Set(
+          eligible
+            .filter(([key]) => !listed.has(key))
+            .slice(0, MAX_UNCONFIRMED)
+            .map(([key]) => key),
+        )
+        const kept = yield* Effect.filter(
+          eligible.filter(([key]) => listed.has(key) || unconfirmed.has(key)),
+          ([key, c]) => (listed.has(key) ? Effect.succeed(true) : registry.lists(c.peerId, c.service, model)),
+          { concurrency: CONFIRM_CONCURRENCY },
+        )
         const out: Array<Inference.Candidate> = []
-        for (const c of found.values()) {
-          if (c.peerId === self || banned.has(c.peerId)) continue
+        for (const [, c] of kept) {
           const peer = yield* host.peer(c.peerId)
           out.push({ ...c, local: false, labels: Option.isSome(peer) ? peer.value.labels : c.labels })
         }
@@ -168,6 +237,16 @@ export const layer = Layer.scoped(
         return candidates
       })
 
+    /** The peer reached and authenticated, and this node's policy copy lets it call the provider. */
+    const checkPolicy = (candidate: Inference.Candidate) =>
+      Effect.gen(function* () {
+        const peer = yield* host
+          .connect(candidate.peerId)
+          .pipe(Effect.mapError((e): Failure => ({ _tag: "Connection", reason: `unreachable: ${e.reason}` })))
+        const denied = yield* allowedBy(peer, candidate.service)
+        if (Option.isSome(denied)) return yield* Effect.fail<Failure>({ _tag: "Policy", reason: denied.value })
+      })
+
     /** One provider: its answer's head, or why it was passed over. The request lives as long as the scope. */
     const attempt = (
       candidate: Inference.Candidate,
@@ -192,32 +271,47 @@ export const layer = Layer.scoped(
                 )
                 .pipe(Effect.mapError((reason): Failure => ({ _tag: "Connection", reason }))),
             )
-          : yield* proxy
-              .forward({
-                peerId: candidate.peerId,
-                type: "inference",
-                name: candidate.service,
-                path: request.path,
-                query: request.query,
-                method: "POST",
-                headers,
-                body: request.body,
-                ...(request.requiredLabels === undefined ? {} : { requiredLabels: request.requiredLabels }),
-              })
-              .pipe(
-                Effect.mapError(
-                  (error): Failure =>
-                    error._tag === "Forbidden"
-                      ? { _tag: "Labels", reason: error.message }
-                      : { _tag: "Connection", reason: error.message },
+          : yield* Effect.zipRight(
+              checkPolicy(candidate),
+              proxy
+                .forward({
+                  peerId: candidate.peerId,
+                  type: "inference",
+                  name: candidate.service,
+                  path: request.path,
+                  query: request.query,
+                  method: "POST",
+                  headers,
+                  body: request.body,
+                  ...(request.requiredLabels === undefined ? {} : { requiredLabels: request.requiredLabels }),
+                })
+                .pipe(
+                  Effect.mapError(
+                    (error): Failure =>
+                      error._tag === "Forbidden"
+                        ? { _tag: "Labels", reason: error.message }
+                        : { _tag: "Connection", reason: error.message },
+                  ),
                 ),
-              )
+            )
         const headAt = yield* Clock.currentTimeNanos
         const status = response.statusCode ?? 502
         yield* Spans.annotate("http.response.status_code", status)
-        if (Inference.RETRYABLE_STATUSES.has(status)) return yield* Effect.fail<Failure>({ _tag: "Status", status })
+        if (Inference.passesOver(status, candidate.local)) {
+          return yield* Effect.fail<Failure>({ _tag: "Status", status })
+        }
         return { response, status, providerNanos: headAt - startedAt }
       }).pipe(
+        // Up to the response head only: once it arrived the answer streams for as long as it lasts. Interruptible
+        // here whatever the caller's region, or the limit would wait for the head it is meant to give up on.
+        Effect.interruptible,
+        Effect.timeoutFail({
+          duration: headersTimeout,
+          onTimeout: (): Failure => ({
+            _tag: "Timeout",
+            reason: `no response head within ${Duration.format(headersTimeout)}`,
+          }),
+        }),
         Spans.withSpan("inference.attempt", {
           kind: "client",
           captureStackTrace: false,
@@ -263,7 +357,7 @@ export const layer = Layer.scoped(
         const tryInTurn = (ranked: ReadonlyArray<Inference.Candidate>) =>
           Effect.gen(function* () {
             for (const candidate of ranked) {
-              if (passed.length >= Inference.MAX_ATTEMPTS) return undefined
+              if (passed.filter((p) => p.failure._tag !== "Policy").length >= Inference.MAX_ATTEMPTS) return undefined
               // The attempt's own scope: closed at once when it fails, else with the request (defects too).
               const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
               const result = yield* Effect.either(
@@ -275,9 +369,7 @@ export const layer = Layer.scoped(
               passed.push({ candidate, failure })
               const reason = InferenceMetrics.fallbackReason(failure)
               metrics.fallback(model, candidate.peerId, reason)
-              if (failure._tag !== "Labels") {
-                yield* cooldowns.bench(Inference.cooldownKey(candidate, model))
-              }
+              if (!unsent(failure)) yield* cooldowns.bench(Inference.cooldownKey(candidate, model))
               yield* Effect.logInfo("inference provider passed over").pipe(
                 Effect.annotateLogs({ model, peer: candidate.peerId, service: candidate.service, reason }),
               )
@@ -308,8 +400,17 @@ export const layer = Layer.scoped(
 
         if (won === undefined) {
           const rankings = remoteRanking === undefined ? [localRanking] : [localRanking, remoteRanking]
-          const sent = passed.filter((p) => p.failure._tag !== "Labels")
+          const sent = passed.filter((p) => !unsent(p.failure))
           const cooling = rankings.flatMap((r) => (r.coolingUntilMs === undefined ? [] : [r.coolingUntilMs]))
+          if (sent.length === 0 && cooling.length === 0 && passed.every((p) => p.failure._tag === "Policy")) {
+            return yield* refuse(
+              new NoEligibleProvider({
+                message: "this node's copy of the mesh policy lets it call no provider of the requested model",
+              }),
+              "no_eligible_provider",
+              true,
+            )
+          }
           if (sent.length === 0 && cooling.length === 0) {
             const wanted = [
               request.requiredLabels === undefined ? [] : [`one of ${pairs(request.requiredLabels)}`],

@@ -19,6 +19,8 @@ const CONCURRENCY = 10
 const MAX_LIST_BYTES = 1024 * 1024
 /** Models kept per provider (as for this node's own, Probes.MAX_KEYS). */
 const MAX_MODELS = 1024
+/** Providers whose own list is kept for `lists`; past it the kept lists start over. */
+const MAX_PROVIDERS = 1024
 
 /** One model one remote provider serves. */
 export interface RemoteModel {
@@ -39,6 +41,11 @@ export interface ModelRegistry {
   readonly kept: Effect.Effect<ReadonlyArray<RemoteModel>>
   /** A view whose fetch ended at `sinceMs` or later (empty or not): the one just fetched, or a new one. */
   readonly refresh: (sinceMs: number) => Effect.Effect<ReadonlyArray<RemoteModel>>
+  /**
+   * Whether one provider's own model list (read from it, kept TTL) holds `model`: a gossip announcement is the
+   * announcer's word, and a provider is not tried for a model it does not list itself.
+   */
+  readonly lists: (peerId: string, service: string, model: string) => Effect.Effect<boolean>
 }
 
 const ModelList = Schema.Struct({ data: Schema.Array(Schema.Struct({ id: Schema.String })) })
@@ -143,5 +150,24 @@ export const make: Effect.Effect<ModelRegistry, never, Scope.Scope | Discovery |
     }),
   )
 
-  return { fresh, kept, refresh: load } satisfies ModelRegistry
+  const single = yield* Ref.make<ReadonlyMap<string, { readonly atMs: number; readonly ids: ReadonlySet<string> }>>(
+    new Map(),
+  )
+  const lists = (peerId: string, service: string, model: string) =>
+    Effect.gen(function* () {
+      const now = yield* Clock.currentTimeMillis
+      const view = yield* Ref.get(last)
+      if (view?.models.some((m) => m.peerId === peerId && m.service === service && m.id === model)) return true
+      const key = `${peerId}/${service}`
+      const hit = (yield* Ref.get(single)).get(key)
+      if (hit !== undefined && now - hit.atMs < ttlMs) return hit.ids.has(model)
+      const models = yield* modelsOf({ peerId, type: "inference", name: service, description: "", labels: {} })
+      const ids = new Set(models.map((m) => m.id))
+      yield* Ref.update(single, (map) =>
+        (map.size >= MAX_PROVIDERS ? new Map() : new Map(map)).set(key, { atMs: now, ids }),
+      )
+      return ids.has(model)
+    })
+
+  return { fresh, kept, refresh: load, lists } satisfies ModelRegistry
 })

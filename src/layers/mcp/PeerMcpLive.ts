@@ -12,6 +12,7 @@ import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { PeerMcp, type PeerMcpError, PeerMcpError as PeerMcpErrorClass } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
@@ -72,6 +73,7 @@ const bodyMessage = (error: StreamableHTTPError): string => {
 
 /** What went wrong, as a PeerMcpError; `Gone` when a session we had is unknown at the serving side. */
 const classify = (error: unknown, established: boolean): PeerMcpError | Gone => {
+  if (error instanceof TooLarge) return fail("failed", error.message)
   if (error instanceof ProxyFailure) {
     const failure = error.failure
     return failure._tag === "Forbidden"
@@ -95,15 +97,24 @@ const classify = (error: unknown, established: boolean): PeerMcpError | Gone => 
   return fail("failed", shorten(error instanceof Error ? error.message : String(error)) || "failed")
 }
 
+/** An answer outgrew the cap on a peer's response; never retried, the next answer would be as large. */
+class TooLarge extends Error {}
+
 /**
- * The caller's span while the SDK client works on its behalf: the client's requests reach `meshFetch` through the
- * SDK's own promises, outside any fiber, and continue the caller's trace from here.
+ * What an exchange's requests need while the SDK client works on its behalf: they reach `meshFetch` through the
+ * SDK's own promises, outside any fiber. The caller's span, which they continue, and where to report an answer cut
+ * off at the cap: the SDK swallows an event stream's failure (it waits for a reconnection the server never offers),
+ * so the exchange is failed from here.
  */
-const callerTrace = new AsyncLocalStorage<string>()
+interface Caller {
+  readonly traceparent: string | undefined
+  readonly onTooLarge: (message: string) => void
+}
+const caller = new AsyncLocalStorage<Caller>()
 
 /** `effect` as a child of the caller's span, when the request was made inside one. */
 const continuing = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
-  const traceparent = callerTrace.getStore()
+  const traceparent = caller.getStore()?.traceparent
   const parent = traceparent === undefined ? Option.none() : TraceContext.parentOf({ traceparent })
   return Option.isSome(parent) ? Effect.withParentSpan(effect, parent.value) : effect
 }
@@ -121,12 +132,15 @@ export const layer = Layer.scoped(
     /** The peer's service over the proxy path; the URL is a placeholder, the path below the service is empty. */
     const meshFetch =
       (peerId: string, service: string): FetchLike =>
-      (_url, init) =>
-        runExit(continuing(proxy.fetch(peerId, "mcp", service, "", init))).then((exit) => {
+      (_url, init) => {
+        const onTooLarge = caller.getStore()?.onTooLarge
+        const withCap = onTooLarge === undefined ? init : { ...init, onTooLarge }
+        return runExit(continuing(proxy.fetch(peerId, "mcp", service, "", withCap))).then((exit) => {
           if (Exit.isSuccess(exit)) return exit.value
           const failure = Cause.failureOption(exit.cause)
           throw Option.isSome(failure) ? new ProxyFailure(failure.value) : new Error("the mesh request failed")
         })
+      }
 
     const end = (session: Session) =>
       Effect.promise(() => session.transport.terminateSession().catch(() => undefined)).pipe(
@@ -246,9 +260,22 @@ export const layer = Layer.scoped(
           Effect.flatMap(Effect.zip(Deferred.await(slot.session), TraceContext.current), ([session, traceparent]) =>
             Effect.tryPromise({
               try: (signal) =>
-                Option.isSome(traceparent)
-                  ? callerTrace.run(traceparent.value, () => exchange(session, signal))
-                  : exchange(session, signal),
+                new Promise<A>((resolve, reject) => {
+                  // Aborting the exchange's own signal cancels the request at the serving side as well.
+                  const controller = new AbortController()
+                  const abort = () => controller.abort(signal.reason)
+                  signal.addEventListener("abort", abort, { once: true })
+                  const onTooLarge = (message: string) => {
+                    reject(new TooLarge(message))
+                    controller.abort(new TooLarge(message))
+                  }
+                  caller
+                    .run({ traceparent: Option.getOrUndefined(traceparent), onTooLarge }, () =>
+                      exchange(session, controller.signal),
+                    )
+                    .then(resolve, reject)
+                    .finally(() => signal.removeEventListener("abort", abort))
+                }),
               catch: (error) => classify(error, true),
             }),
           ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),
@@ -269,7 +296,10 @@ export const layer = Layer.scoped(
         let cursor: string | undefined
         do {
           const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
-          tools.push(...page.tools)
+          for (const listed of page.tools) {
+            const kept = PeerTools.bound(listed)
+            if (kept !== undefined) tools.push(kept)
+          }
           cursor = page.nextCursor
         } while (cursor !== undefined && tools.length < MAX_TOOLS)
         return tools.slice(0, MAX_TOOLS)

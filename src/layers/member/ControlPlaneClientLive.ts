@@ -146,14 +146,21 @@ export const make = (baseUrl: string) => {
       call("/policies", { headers: { accept: PROTOBUF, ...bearer(credential) } }).pipe(
         Effect.flatMap(decode(PolicyConfigGetResponseSchema)),
       ),
-    reportCatalog: (credential, services) =>
-      call("/nodes/catalog", {
-        method: "POST",
-        headers: { "content-type": PROTOBUF, ...bearer(credential) },
-        body: Buffer.from(
-          toBinary(NodeCatalogReportSchema, create(NodeCatalogReportSchema, { services: [...services] })),
-        ),
-      }).pipe(Effect.asVoid),
+    reportCatalog: (signer, credential, services) =>
+      Effect.flatMap(proof(signer, "nodes-catalog"), (p) =>
+        call("/nodes/catalog", {
+          method: "POST",
+          headers: {
+            "content-type": PROTOBUF,
+            ...bearer(credential),
+            "x-mesh-challenge-ts": String(p.challengeUnixMs),
+            "x-mesh-challenge-sig": Challenge.toHeader(p.challengeSignature),
+          },
+          body: Buffer.from(
+            toBinary(NodeCatalogReportSchema, create(NodeCatalogReportSchema, { services: [...services] })),
+          ),
+        }),
+      ).pipe(Effect.asVoid),
     info: call("/info", {}).pipe(Effect.flatMap(decode(ControlPlaneInfoResponseSchema))),
     lease: (signer, credential, lease) =>
       Effect.flatMap(proof(signer, "routers-lease"), (p) =>

@@ -1,23 +1,26 @@
 /**
  * Signed mesh events reaching a router or node: checked against the trusted control-plane keys and our clock, then
  * applied if newer than the last event applied about the same subject. A ban drops the banned peer's connections at
- * once; forged, unsigned, stale or replayed events are ignored.
+ * once; forged, unsigned, stale or replayed events are ignored. The last sequence applied per subject is kept in the
+ * data folder, so a restart does not make old events new again.
  */
-import { Clock, Effect, Either, Layer, Ref, Stream } from "effect"
+import { Clock, Effect, Either, Layer, type Option, Ref, Stream } from "effect"
 import * as MeshEventCodec from "../../domain/MeshEventCodec.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
+import * as EventSequences from "./EventSequences.js"
 
-export const layer = (metricPrefix: string) =>
+export const layer = (metricPrefix: string, dataDir: Option.Option<string>) =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
       const membership = yield* Membership
       const host = yield* MeshHost
       const metrics = yield* Metrics
       const received = metrics.counter(`${metricPrefix}mesh_events_total`, "Mesh events received, by type and outcome.")
+      const sequences = EventSequences.make(dataDir)
       /** The sequence of the last event applied, per subject. */
-      const latest = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
+      const latest = yield* Ref.make<ReadonlyMap<string, number>>(yield* sequences.load)
 
       const handle = (data: Uint8Array) =>
         Effect.gen(function* () {
@@ -41,6 +44,7 @@ export const layer = (metricPrefix: string) =>
             )
           }
           received.inc({ type: event.type, outcome: "applied" })
+          yield* sequences.save(yield* Ref.get(latest))
           yield* membership.apply(event)
           if (event.type === "banned") {
             yield* host.disconnect(event.peerId)

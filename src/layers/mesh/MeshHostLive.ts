@@ -406,7 +406,12 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         }),
       ),
       peers: Effect.sync(() => admissions.list()),
-      peer: (id) => Effect.sync(() => Option.fromNullable(admissions.get(id))),
+      // A credential past its expiry ends the peer's standing at once, for every request the peer side checks with
+      // it, not at the next re-verification (which then drops its connections).
+      peer: (id) =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          Option.filter(Option.fromNullable(admissions.get(id)), (known) => known.expiresAtMs > now),
+        ),
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       connect,

@@ -24,7 +24,7 @@ export const layer = Layer.scopedDiscard(
       const services = (yield* local.published).map((s) =>
         create(ServiceInfoSchema, { type: ServiceKeys.toWire(s.type), name: s.name, description: s.description }),
       )
-      yield* client.reportCatalog(yield* membership.credential, services)
+      yield* client.reportCatalog(membership.signer, yield* membership.credential, services)
     }).pipe(Effect.catchAll((error) => Effect.logWarning("catalog report failed", error)))
     yield* Stream.merge(
       local.publishedChanges.pipe(Stream.debounce(SETTLE)),

@@ -57,7 +57,11 @@ const services = Layer.mergeAll(
 const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(PeerMcpLive.layer))
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
-  Layer.mergeAll(MeshEventsReceiver.layer("mesh_node_"), mcp, InferenceRouterLive.layer).pipe(
+  Layer.mergeAll(
+    MeshEventsReceiver.layer("mesh_node_", Option.some(settings.dataDir)),
+    mcp,
+    InferenceRouterLive.layer,
+  ).pipe(
     // The MCP gateway and the inference router reach peers' services through the proxy, found by discovery.
     Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.

@@ -1,10 +1,12 @@
 /**
  * PolicyView over the control plane: `GET /policies` with the node's credential at start, every sync interval
- * (jittered by up to a tenth, so a fleet does not ask in step) and on each signed policy event. A failed read keeps
+ * (jittered by up to a tenth, so a fleet does not ask in step) and on a signed policy event newer than the copy held.
+ * Events only ask for a read: reads they ask for run one at a time, at most one waiting, and at least EVENT_GAP
+ * apart, so a peer replaying a captured event cannot make the node hammer the control plane. A failed read keeps
  * the last copy: a policy never expires by itself, and an unreachable control plane must not open or close the mesh.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt"
-import { Clock, Effect, Either, Layer, Option, Ref, Schedule, Stream } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, Queue, Ref, Schedule, Stream } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as MeshEventCodec from "../../domain/MeshEventCodec.js"
 import * as Policy from "../../domain/Policy.js"
@@ -13,6 +15,9 @@ import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { type PolicySnapshot, PolicyView } from "../../services/node/PolicyView.js"
+
+/** Reads asked for by events are at least this far apart. */
+export const EVENT_GAP = Duration.seconds(2)
 
 export const layer = Layer.scoped(
   PolicyView,
@@ -47,7 +52,16 @@ export const layer = Layer.scoped(
       Effect.forkScoped,
     )
 
-    // A signed policy event says the policy changed: read it now rather than at the next sync.
+    // A signed policy event newer than our copy says the policy changed: read it now rather than at the next sync.
+    // Its sequence is the policy's version, so a replayed event (any event we already hold the policy of) asks
+    // for nothing; the requests that remain are coalesced (one waiting at most) and spaced by EVENT_GAP.
+    const wanted = yield* Queue.sliding<void>(1)
+    yield* Queue.take(wanted).pipe(
+      Effect.zipRight(refresh),
+      Effect.zipRight(Effect.sleep(EVENT_GAP)),
+      Effect.forever,
+      Effect.forkScoped,
+    )
     yield* host.subscribe(MeshEventCodec.TOPIC).pipe(
       Stream.runForEach((message) =>
         Effect.gen(function* () {
@@ -56,7 +70,10 @@ export const layer = Layer.scoped(
             yield* membership.trustedKeys,
             yield* Clock.currentTimeMillis,
           )
-          if (Either.isRight(decoded) && decoded.right.type === "policy_update") yield* refresh
+          if (Either.isLeft(decoded) || decoded.right.type !== "policy_update") return
+          const held = yield* Ref.get(current)
+          if (Option.isSome(held) && decoded.right.sequence <= held.value.version) return
+          yield* Queue.offer(wanted, undefined)
         }),
       ),
       Effect.forkScoped,

@@ -10,7 +10,7 @@ import { request as httpRequest } from "node:http"
 import { Readable } from "node:stream"
 import { peerIdFromString } from "@libp2p/peer-id"
 import { Effect, Either, Exit, Layer, Option, Runtime, Scope } from "effect"
-import { NodeConfig } from "../../config/NodeConfig.js"
+import * as NodeConfig from "../../config/NodeConfig.js"
 import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
@@ -90,7 +90,11 @@ export const layer = Layer.effect(
   PeerProxy,
   Effect.gen(function* () {
     const host = yield* MeshHost
-    const floor = (yield* NodeConfig).file.egress.require_labels
+    const settings = yield* NodeConfig.NodeConfig
+    const floor = settings.file.egress.require_labels
+    const cap = NodeConfig.maxResponseBytes(settings)
+    const tooLarge = (peerId: string) =>
+      `the answer of peer ${peerId} exceeds ${cap} bytes, this node's cap on a peer's response (max_response_bytes)`
     const runtime = yield* Effect.runtime<never>()
 
     const checkLabels = (
@@ -136,17 +140,36 @@ export const layer = Layer.effect(
         return new StreamSocket(stream, connection)
       })
 
-    /** Writes the request onto the socket and completes with the response head. */
+    /**
+     * Writes the request onto the socket and completes with the response head. Every byte read from the peer counts
+     * against the cap; past it the stream is reset, so the peer stops sending and what was read is let go.
+     */
     const exchange = (
       socket: StreamSocket,
       request: ProxyRequest,
       traceparent: Option.Option<string>,
+      onTooLarge: ((message: string) => void) | undefined,
     ): Effect.Effect<IncomingMessage, BadGateway> =>
       Effect.async<IncomingMessage, BadGateway>((resume) => {
+        let read = 0
+        let overflowed = false
+        const count = (chunk: Uint8Array) => {
+          read += chunk.byteLength
+          if (read <= cap || overflowed) return
+          overflowed = true
+          socket.off("data", count)
+          onTooLarge?.(tooLarge(request.peerId))
+          socket.abort(new Error(tooLarge(request.peerId)))
+        }
+        socket.on("data", count)
         const failed = (error: Error) =>
           resume(
             Effect.fail(
-              new BadGateway({ message: `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}` }),
+              new BadGateway({
+                message: overflowed
+                  ? tooLarge(request.peerId)
+                  : `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}`,
+              }),
             ),
           )
         const target = `/${request.type}/${request.name}${request.path}${request.query.length > 0 ? `?${request.query}` : ""}`
@@ -175,7 +198,7 @@ export const layer = Layer.effect(
         }
       })
 
-    const forward = (request: ProxyRequest) =>
+    const forwardWith = (request: ProxyRequest, onTooLarge?: (message: string) => void) =>
       Effect.gen(function* () {
         let response: IncomingMessage | undefined
         const socket = yield* Effect.acquireRelease(open(request), (socket) =>
@@ -185,8 +208,14 @@ export const layer = Layer.effect(
             else socket.abort(new Error("the caller went away"))
           }),
         )
-        response = yield* exchange(socket, request, yield* TraceContext.current)
+        response = yield* exchange(socket, request, yield* TraceContext.current, onTooLarge)
         yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
+        // A declared length past the cap is refused before a byte of the body is relayed (the scope resets it).
+        const declared = Number(response.headers["content-length"] ?? 0)
+        if (declared > cap) {
+          onTooLarge?.(tooLarge(request.peerId))
+          return yield* new BadGateway({ message: tooLarge(request.peerId) })
+        }
         return response
       }).pipe(
         Spans.withSpan("mesh.proxy", {
@@ -199,6 +228,8 @@ export const layer = Layer.effect(
         }),
       )
 
+    const forward = (request: ProxyRequest) => forwardWith(request, undefined)
+
     const fetch = (
       peerId: string,
       type: Parameters<PeerProxy["Type"]["fetch"]>[1],
@@ -208,7 +239,7 @@ export const layer = Layer.effect(
     ): Effect.Effect<Response, ProxyError> =>
       Effect.gen(function* () {
         // The signal is watched here, not handed to a Request: undici would keep a listener on it per request.
-        const { requiredLabels, signal: _signal, ...rest } = init
+        const { requiredLabels, onTooLarge, signal: _signal, ...rest } = init
         const q = path.indexOf("?")
         const rawPath = q === -1 ? path : path.slice(0, q)
         const message = yield* Effect.try({
@@ -217,17 +248,20 @@ export const layer = Layer.effect(
         })
         const scope = yield* Scope.make()
         const close = () => Runtime.runFork(runtime)(Scope.close(scope, Exit.void))
-        const response = yield* forward({
-          peerId,
-          type,
-          name,
-          path: rawPath.length === 0 || rawPath.startsWith("/") ? rawPath : `/${rawPath}`,
-          query: q === -1 ? "" : path.slice(q + 1),
-          method: message.method,
-          headers: message.headers,
-          ...(message.body === null ? {} : { body: message.body }),
-          ...(requiredLabels === undefined ? {} : { requiredLabels }),
-        }).pipe(
+        const response = yield* forwardWith(
+          {
+            peerId,
+            type,
+            name,
+            path: rawPath.length === 0 || rawPath.startsWith("/") ? rawPath : `/${rawPath}`,
+            query: q === -1 ? "" : path.slice(q + 1),
+            method: message.method,
+            headers: message.headers,
+            ...(message.body === null ? {} : { body: message.body }),
+            ...(requiredLabels === undefined ? {} : { requiredLabels }),
+          },
+          onTooLarge,
+        ).pipe(
           Scope.extend(scope),
           Effect.raceFirst(aborted(init.signal)),
           Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))),

@@ -87,7 +87,12 @@ const probes = (settings: RouterSettings) =>
   })
 
 export const layer = (settings: RouterSettings) =>
-  Layer.mergeAll(LeaseRenewal.layer, MeshEventsReceiver.layer("mesh_router_"), upkeep, probes(settings)).pipe(
+  Layer.mergeAll(
+    LeaseRenewal.layer,
+    MeshEventsReceiver.layer("mesh_router_", settings.dataDir),
+    upkeep,
+    probes(settings),
+  ).pipe(
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(settings.controlPlaneUrl)),

@@ -60,7 +60,9 @@ export interface ControlPlaneClientService {
   /** GET /policies as an admitted node: the mesh policy the serving side of a node enforces. */
   readonly policies: (credential: Uint8Array) => Effect.Effect<PolicyConfigGetResponse, ControlPlaneError>
   /** POST /nodes/catalog: what this node publishes, for the operator's console (display only). */
+  /** `POST /nodes/catalog`, signed with the member's key as well (every peer sees its credential). */
   readonly reportCatalog: (
+    signer: Signer,
     credential: Uint8Array,
     services: ReadonlyArray<Pick<ServiceInfo, "type" | "name" | "description">>,
   ) => Effect.Effect<void, ControlPlaneError>

@@ -36,6 +36,7 @@ export interface MeshHostService {
   readonly addresses: Effect.Effect<ReadonlyArray<string>>
   /** Connected and authenticated peers. */
   readonly peers: Effect.Effect<ReadonlyArray<AuthenticatedPeer>>
+  /** The peer as last verified; none when it is not authenticated or its credential has expired since. */
   readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
   /** Completes at the next change of who is connected or authenticated; watchers re-read `peers` then. */
   readonly nextChange: Effect.Effect<void>

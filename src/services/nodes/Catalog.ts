@@ -14,10 +14,20 @@ export interface CatalogEntry {
   readonly reportedAt: number
 }
 
+/** The reporting node's proof of possession: its signature of `mesh:nodes-catalog:<peer_id>:<unix-millis>`. */
+export interface CatalogProof {
+  readonly unixMs: number
+  readonly signature: Uint8Array
+}
+
 export interface CatalogServiceApi {
-  /** Stores the report of the node whose credential is presented. */
+  /**
+   * Stores the report of the node whose credential is presented and that signed the proof with its own key: every
+   * peer sees a node's credential in the mesh handshake, so the credential alone proves nothing.
+   */
   readonly report: (
     credential: Uint8Array,
+    proof: CatalogProof,
     services: ReadonlyArray<CatalogService>,
   ) => Effect.Effect<void, BadRequest | Unauthorized | Forbidden>
   readonly all: Effect.Effect<ReadonlyArray<CatalogEntry>>

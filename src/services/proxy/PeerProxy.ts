@@ -38,12 +38,20 @@ export type ProxyError = BadRequest | Forbidden | BadGateway
 /** What `fetch` takes: the usual `RequestInit`, plus the label requirement. */
 export interface FetchInit extends RequestInit {
   readonly requiredLabels?: Readonly<Record<string, string>>
+  /**
+   * Called (with the reason) when the answer outgrew the node's cap on a peer's response and the exchange was
+   * reset: a caller that reads the body somewhere that swallows stream errors (an MCP client's event stream) still
+   * learns why.
+   */
+  readonly onTooLarge?: (message: string) => void
 }
 
 export interface PeerProxyService {
   /**
    * Sends the request and completes with the response head; the body streams after. The exchange belongs to the
    * scope: closing it before the response ended resets the stream, which ends the peer's backend request too.
+   * A response is read up to the node's cap (`max_response_bytes`, its head included): one that declares a longer
+   * body fails with BadGateway, one that streams past it is cut off (the stream reset, the body failing).
    */
   readonly forward: (request: ProxyRequest) => Effect.Effect<IncomingMessage, ProxyError, Scope.Scope>
   /**

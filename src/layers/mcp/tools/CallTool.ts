@@ -1,6 +1,6 @@
 /**
  * `call_remote_tool`: calls a tool of an MCP service on a peer and returns its result as the server sent it: the same
- * content, and the whole result as structured content. Refusals are tool errors naming why: labels the peer does not
+ * content, and the rest of the result as structured content. Refusals are tool errors naming why: labels the peer does not
  * attest, the operator's egress floor, the serving peer's policy. A peer that cannot be reached is tried again
  * (ATTEMPTS in all, 1 s then 2 s apart); an error the tool itself returns is passed on as it is, never retried.
  */
@@ -42,12 +42,15 @@ const checkLabels = (peerId: string, required: Readonly<Record<string, string>>)
     }
   })
 
-/** The remote result unchanged: its content as ours, the whole of it as structured content. */
-const passOn = (result: CallToolResult): CallToolResult => ({
-  ...result,
-  content: result.content,
-  structuredContent: { ...result },
-})
+/**
+ * The remote result unchanged: its content as ours, the rest of it (structured content, `isError`, `_meta`) as
+ * structured content. The content is carried once: copied into the structured content too, a large answer reached
+ * the agent twice over.
+ */
+const passOn = (result: CallToolResult): CallToolResult => {
+  const { content, ...rest } = result
+  return { ...result, content, structuredContent: rest }
+}
 
 export const tool = Tool.make({
   name: "call_remote_tool",
@@ -67,9 +70,9 @@ export const tool = Tool.make({
       .describe("key=value[,key=value]: call only if the peer attests at least one of these labels."),
   },
   output: {
-    content: z.array(z.unknown()),
     structuredContent: z.record(z.string(), z.unknown()).optional(),
     isError: z.boolean().optional(),
+    _meta: z.record(z.string(), z.unknown()).optional(),
   },
   annotations: { openWorldHint: true },
   run: (args) =>
