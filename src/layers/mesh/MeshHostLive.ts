@@ -169,13 +169,37 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       )
 
     /** Re-runs the auth exchange with the peer on one of its authenticated connections (see Handshake.ts). */
-    const reauthenticatePeer = (peer: string): Effect.Effect<void, string> => {
-      const connection = authenticatedConnections(peer)[0]
-      const tracked = connection === undefined ? undefined : admissions.tracked(connection)
-      return tracked === undefined
-        ? Effect.fail("no authenticated connection")
-        : Handshake.reauthenticate(deps, tracked)
-    }
+    /** Re-authentications under way, per peer: callers asking at once share one exchange. */
+    const reauthenticating = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<void, string>>>(new Map())
+
+    /** Re-runs the auth exchange with the peer on one of its authenticated connections (see Handshake.ts). */
+    const reauthenticatePeer = (peer: string): Effect.Effect<void, string> =>
+      Effect.gen(function* () {
+        const mine = yield* Deferred.make<void, string>()
+        const shared = yield* Ref.modify(reauthenticating, (map) => {
+          const found = map.get(peer)
+          return found === undefined ? [mine, new Map(map).set(peer, mine)] : [found, map]
+        })
+        if (shared === mine) {
+          const connection = authenticatedConnections(peer)[0]
+          const tracked = connection === undefined ? undefined : admissions.tracked(connection)
+          const exchange =
+            tracked === undefined ? Effect.fail("no authenticated connection") : Handshake.reauthenticate(deps, tracked)
+          yield* exchange.pipe(
+            Effect.exit,
+            Effect.flatMap((exit) => Deferred.done(mine, exit)),
+            Effect.ensuring(
+              Ref.update(reauthenticating, (map) => {
+                const next = new Map(map)
+                next.delete(peer)
+                return next
+              }),
+            ),
+            Effect.forkIn(hostScope),
+          )
+        }
+        return yield* Deferred.await(shared)
+      })
 
     /** After our credential changed: every authenticated peer gets the new one (and answers with its own). */
     const reauthenticate: Effect.Effect<void> = Effect.suspend(() =>
@@ -409,9 +433,15 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       // A credential past its expiry ends the peer's standing at once, for every request the peer side checks with
       // it, not at the next re-verification (which then drops its connections).
       peer: (id) =>
-        Effect.map(Clock.currentTimeMillis, (now) =>
-          Option.filter(Option.fromNullable(admissions.get(id)), (known) => known.expiresAtMs > now),
-        ),
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const known = admissions.get(id)
+          if (known === undefined || known.expiresAtMs > now) return Option.fromNullable(known)
+          // The recorded credential expired; the peer may hold its successor (a refresh whose re-authentication did
+          // not reach us): ask once, shared by every request that meets it, before refusing.
+          yield* Effect.ignore(reauthenticatePeer(id))
+          return Option.filter(Option.fromNullable(admissions.get(id)), (after) => after.expiresAtMs > now)
+        }),
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       connect,
