@@ -85,7 +85,6 @@ describe("Forwarding headers", () => {
       "mcp-protocol-version": "2025-06-18",
       accept: "application/json, text/event-stream",
       "last-event-id": "7",
-      "x-mesh-agent": "agent-1",
       host: "127.0.0.1:8080",
       "x-forwarded-host": "127.0.0.1:8080",
       "x-forwarded-proto": "http",
@@ -120,6 +119,53 @@ describe("Forwarding headers", () => {
       "x-mesh-peer-role": "mesh:role:node",
       "x-mesh-peer-labels": "a=1,zone=eu",
     })
+  })
+
+  // What a caller could write to pass for a front end, a TLS terminator or the node itself (issue 29, item 6).
+  const forged = {
+    "x-mesh-agent": "agent-1",
+    "x-mesh-peer-id": "forged",
+    "x-mesh-anything": "1",
+    "x-original-url": "/admin",
+    "x-rewrite-url": "/admin",
+    "x-real-ip": "127.0.0.1",
+    "x-client-ip": "127.0.0.1",
+    "true-client-ip": "127.0.0.1",
+    "x-client-cert": "MIIB",
+    "x-ssl-client-dn": "CN=admin",
+    "x-ssl-client-verify": "SUCCESS",
+    "x-http-method-override": "DELETE",
+    "x-method-override": "DELETE",
+    "x-forwarded-port": "443",
+    "x-forwarded-server": "front",
+    "x-forwarded-client-cert": "Hash=1",
+    forwarded: "for=127.0.0.1",
+  }
+
+  it("no hop passes on a header only a node may set, whatever case the caller wrote it in", () => {
+    const shouted = Object.fromEntries(Object.entries(forged).map(([k, v]) => [k.toUpperCase(), v]))
+    for (const headers of [forged, shouted]) {
+      expect(Forwarding.toPeer({ ...headers, accept: "*/*" }, undefined)).toEqual({ accept: "*/*" })
+      expect(Forwarding.toBackend({ ...headers, accept: "*/*" }, caller, "b:1")).toEqual({
+        accept: "*/*",
+        host: "b:1",
+        "x-forwarded-for": "12D3Caller",
+        "x-forwarded-proto": "http",
+        "x-mesh-peer-id": "12D3Caller",
+        "x-mesh-peer-role": "mesh:role:node",
+        "x-mesh-peer-labels": "a=1,zone=eu",
+      })
+    }
+    expect(Object.keys(forged).every(Forwarding.nodeOnly)).toBe(true)
+    for (const name of ["authorization", "mcp-session-id", "x-request-id", "x-stainless-lang", "x-api-key"]) {
+      expect([name, Forwarding.nodeOnly(name)]).toEqual([name, false])
+    }
+  })
+
+  it("a response loses any X-Mesh-* its backend wrote: only the answering node sets them", () => {
+    expect(
+      Forwarding.response({ "x-mesh-provider": "forged", "x-mesh-overhead-ms": "0", "content-type": "text/plain" }),
+    ).toEqual({ "content-type": "text/plain" })
   })
 
   it("an origin is taken only whole and printable", () => {

@@ -370,6 +370,14 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
           cookie: "session=node-cookie",
           "x-forwarded-for": "1.2.3.4",
           "x-mesh-peer-id": "forged",
+          "x-mesh-agent": "agent-1",
+          "x-original-url": "/admin",
+          "x-rewrite-url": "/admin",
+          "x-real-ip": "127.0.0.1",
+          "x-client-cert": "MIIB",
+          "x-ssl-client-dn": "CN=admin",
+          "x-http-method-override": "DELETE",
+          "x-forwarded-port": "443",
           "content-type": "text/plain",
         },
         body: "payload",
@@ -388,6 +396,18 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(echoed.headers["x-forwarded-host"]).toBe(new URL(a.url).host)
       expect(echoed.headers["x-forwarded-proto"]).toBe("http")
       expect(echoed.headers["x-forwarded-prefix"]).toBe(`/mesh/${bId}/inference/stream`)
+      for (const name of [
+        "x-mesh-agent",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-real-ip",
+        "x-client-cert",
+        "x-ssl-client-dn",
+        "x-http-method-override",
+        "x-forwarded-port",
+      ]) {
+        expect([name, echoed.headers[name]]).toEqual([name, undefined])
+      }
     }),
   )
 
