@@ -17,14 +17,26 @@ const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 const DECODE_ROUNDS = 3
 
 /**
- * Refuses a raw path (no query) holding a `..` segment, written plainly or percent-encoded (`%2e%2e`, `.%2E`, and
- * `..%2f` whose decoded slash would make one), or that does not decode at all.
+ * What a segment may not hold, in any form a server might read it in: `;` (Tomcat, Spring and Jetty read `..;` and
+ * `.;x` as `..` and `.`: path parameters) and NUL (C servers end the path there).
+ */
+const FORBIDDEN_IN_SEGMENT = /[;\0]/
+
+/**
+ * Refuses a raw path (no query) that a server could read as leaving the folder it names: a segment that begins with
+ * `..` (`..`, `..;`, `..%00`, `...`), or a segment holding `;` or NUL, written plainly, percent-encoded (`%2e%2e`,
+ * `..%3b`, `..%2f`: a decoded slash makes a segment too) or in characters that Unicode NFKC folds into dots and
+ * slashes (full-width `．．`, the two-dot leader `‥`), at every round of decoding; and a path that does not decode.
  */
 export const checkPath = (rawPath: string): Either.Either<void, string> => {
   let text = rawPath
   for (let round = 0; round <= DECODE_ROUNDS; round++) {
-    if (text.split(/[/\\]/).some((segment) => segment === "..")) {
-      return Either.left("path segments '..' are refused, encoded or not")
+    for (const form of [text, text.normalize("NFKC")]) {
+      for (const segment of form.split(/[/\\]/)) {
+        if (segment.startsWith(".."))
+          return Either.left("path segments beginning with '..' are refused, encoded or not")
+        if (FORBIDDEN_IN_SEGMENT.test(segment)) return Either.left("path segments holding ';' or NUL are refused")
+      }
     }
     if (!text.includes("%")) return Either.void
     try {
@@ -34,6 +46,31 @@ export const checkPath = (rawPath: string): Either.Either<void, string> => {
     }
   }
   return Either.void
+}
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/
+
+/**
+ * The one form of a raw path below a service that is checked against the policy and sent to the backend: escapes of
+ * unreserved characters decoded (`%70ublic` is `public`), other escapes in capitals, `.` segments removed (RFC 3986
+ * §6.2.2), the rest byte for byte as it came. A path `checkPath` refuses is refused here too.
+ */
+export const canonicalPath = (rawPath: string): Either.Either<string, string> => {
+  const checked = checkPath(rawPath)
+  if (Either.isLeft(checked)) return Either.left(checked.left)
+  const segments = rawPath.split("/").map((segment) =>
+    segment.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
+      const char = String.fromCharCode(Number.parseInt(hex, 16))
+      return UNRESERVED.test(char) ? char : encoded.toUpperCase()
+    }),
+  )
+  const out: Array<string> = []
+  segments.forEach((segment, i) => {
+    if (i === 0 || segment !== ".") out.push(segment)
+    // `/a/.` is `/a/`: the folder itself.
+    else if (i === segments.length - 1) out.push("")
+  })
+  return Either.right(out.join("/"))
 }
 
 export const isServiceType = (text: string): text is ServiceType =>

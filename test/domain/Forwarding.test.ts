@@ -24,11 +24,52 @@ describe("Forwarding.checkPath", () => {
     }
   })
 
-  it("accepts dots that are not a '..' segment, and refuses what does not decode", () => {
-    for (const path of ["/a/.../b", "/a/..b", "/a/b..", "/a/./b", "/v1/models", "/a/%20b", "", "/"]) {
+  it("refuses what a servlet container or a C server reads as '..': ';', NUL and NFKC dots, encoded or not", () => {
+    // Issue 29, item 5: each of these reached a backend behind a grant on `a2a://agent/public`.
+    for (const path of [
+      "/public/..;/admin",
+      "/public/..%3b/admin",
+      "/public/..%3B/admin",
+      "/public/.;/admin",
+      "/public/%2e%2e;/admin",
+      "/public/..%00/admin",
+      "/public/..%2500/admin",
+      "/public/x\u0000",
+      "/public/%EF%BC%8E%EF%BC%8E/admin",
+      "/public/\uFF0E\uFF0E/admin",
+      "/public/\u2025/admin",
+      "/public/..\uFF0Fadmin",
+      "/public/.../admin",
+      "/public/..b",
+      "/public;x/a",
+    ]) {
+      expect([path, Either.isLeft(Forwarding.checkPath(path))]).toEqual([path, true])
+      expect([path, Either.isLeft(Forwarding.canonicalPath(path))]).toEqual([path, true])
+    }
+  })
+
+  it("accepts dots that do not begin a segment, and refuses what does not decode", () => {
+    for (const path of ["/a/b..", "/a/./b", "/a/.b", "/v1/models", "/a/%20b", "", "/"]) {
       expect([path, Forwarding.checkPath(path)]).toEqual([path, Either.void])
     }
     expect(Forwarding.checkPath("/a/%zz")).toEqual(Either.left("path is not valid percent-encoding"))
+  })
+})
+
+describe("Forwarding.canonicalPath", () => {
+  it("decodes unreserved characters, writes escapes in capitals and drops '.' segments; the rest stays as it came", () => {
+    for (const [raw, canonical] of [
+      ["", ""],
+      ["/", "/"],
+      ["/%70ublic/x", "/public/x"],
+      ["/public/%2e/x", "/public/x"],
+      ["/./public/./x/.", "/public/x/"],
+      ["/a%2fb/%c3%a9", "/a%2Fb/%C3%A9"],
+      ["/a%20b//c", "/a%20b//c"],
+      ["/v1/chat/completions", "/v1/chat/completions"],
+    ] as const) {
+      expect([raw, Forwarding.canonicalPath(raw)]).toEqual([raw, Either.right(canonical)])
+    }
   })
 })
 

@@ -305,11 +305,31 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         `/mesh/${bId}/inference/stream/%2e%2e/secret`,
         `/mesh/${bId}/inference/stream/.%2E/secret`,
         `/mesh/${bId}/inference/stream/a/%2E%2E%2fsecret`,
+        `/mesh/${bId}/inference/stream/echo/..%00/secret`,
+        `/mesh/${bId}/inference/stream/echo/%EF%BC%8E%EF%BC%8E/secret`,
       ]) {
         const answer = yield* call(a.url, path, { headers: token(a) })
         expect([path, answer.status]).toEqual([path, 400])
         expect(errorOf(answer).message).toContain("'..'")
       }
+      // What Tomcat, Spring and Jetty read as '..' or '.': path parameters.
+      for (const path of [
+        `/mesh/${bId}/inference/stream/echo/..;/secret`,
+        `/mesh/${bId}/inference/stream/echo/..%3b/secret`,
+        `/mesh/${bId}/inference/stream/echo/.;/secret`,
+      ]) {
+        const answer = yield* call(a.url, path, { headers: token(a) })
+        expect([path, answer.status]).toEqual([path, 400])
+      }
+    }),
+  )
+
+  it.effect("the backend gets the canonical path, the one that was checked", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const answer = yield* call(a.url, `/mesh/${bId}/inference/stream/./%65cho/%2e/x%2fy`, { headers: token(a) })
+      expect(answer.status).toBe(200)
+      expect((JSON.parse(answer.body) as Echoed).url).toBe("/echo/x%2Fy")
     }),
   )
 
@@ -517,8 +537,17 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         Effect.flatMap(peer.host.openStream(bId, PROTOCOL), ({ stream, connection }) =>
           overStream(new StreamSocket(stream, connection), path),
         )
-      const dots = yield* ask("/inference/stream/%2E%2e/secret")
-      expect(dots.status).toBe(400)
+      for (const path of [
+        "/inference/stream/%2E%2e/secret",
+        "/inference/stream/echo/..;/secret",
+        "/inference/stream/echo/%2e%2e%3b/secret",
+        "/inference/stream/echo/..%00/secret",
+        "/inference/stream/echo/%EF%BC%8E%EF%BC%8E/secret",
+      ]) {
+        expect([path, (yield* ask(path)).status]).toEqual([path, 400])
+      }
+      const canonical = yield* ask("/inference/stream/./%65cho/%2e/x")
+      expect((JSON.parse(canonical.body) as Echoed).url).toBe("/echo/x")
       const hidden = yield* ask("/mcp/hidden")
       expect(hidden.status).toBe(403)
       expect(errorOf(hidden).message).toContain("allowed_services")
