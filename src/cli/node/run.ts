@@ -4,7 +4,7 @@
  * starts, serving only the login instructions, and picks up an identity that `join` writes meanwhile.
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
-import { join as joinPath } from "node:path"
+import { dirname, join as joinPath } from "node:path"
 import { Command } from "@effect/cli"
 import { Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
@@ -13,6 +13,7 @@ import * as Logging from "../../layers/Logging.js"
 import * as NodeLive from "../../layers/NodeLive.js"
 import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
 import * as Tracing from "../../layers/observability/Tracing.js"
+import * as PrivatePaths from "../../node/PrivatePaths.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 import * as NodeFlags from "./flags.js"
@@ -88,12 +89,17 @@ const readConfig = (path: string, explicit: boolean) =>
     })
   })
 
+/** A private place open to others stops the node before it reads or serves anything there: exit 2, one line. */
+const privately = (checked: Either.Either<void, string>) =>
+  Either.match(checked, { onLeft: (reason) => Effect.fail(usage(reason)), onRight: () => Effect.void })
+
 const readable = (flag: string, path: string) =>
   existsSync(path) ? Effect.succeed(path) : Effect.fail(usage(`--${flag} ${path}: no such file`))
 
 export const settingsFromFlags = (f: Flags) =>
   Effect.gen(function* () {
     mkdirSync(f.dataDir, { recursive: true, mode: 0o700 })
+    yield* privately(PrivatePaths.checkNotOpen(f.dataDir, "the data folder"))
     const configPath = Option.getOrElse(f.config, () => joinPath(f.dataDir, NodeConfig.defaults.configFile))
     const file = yield* readConfig(configPath, Option.isSome(f.config))
     const bindAddress = f.bindAddr.trim() === "" ? Option.none() : Option.some(yield* address("bind-addr", f.bindAddr))
@@ -101,6 +107,9 @@ export const settingsFromFlags = (f: Flags) =>
       onNone: () => Option.some(NodeConfig.socketPathIn(f.dataDir)),
       onSome: (path) => (path.trim() === "" ? Option.none() : Option.some(path)),
     })
+    if (Option.isSome(socketPath)) {
+      yield* privately(PrivatePaths.privateFolder(dirname(socketPath.value), "the socket's folder"))
+    }
     if (Option.isSome(f.tlsCa) && (Option.isNone(f.tlsCert) || Option.isNone(f.tlsKey))) {
       return yield* usage("--tls-ca needs --tls-cert and --tls-key (the listener must be TLS to verify clients)")
     }
@@ -123,6 +132,7 @@ export const settingsFromFlags = (f: Flags) =>
       fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
       dataDir: f.dataDir,
     }).pipe(Effect.mapError((error) => usage(error.reason)))
+    if (Option.isSome(token.path)) yield* privately(PrivatePaths.checkNotOpen(token.path.value, "the API token file"))
     return NodeConfig.make({
       controlPlaneUrl: f.controlPlane,
       dataDir: f.dataDir,
