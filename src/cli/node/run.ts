@@ -8,6 +8,7 @@ import { dirname, join as joinPath } from "node:path"
 import { Command } from "@effect/cli"
 import { Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
+import * as LocalHosts from "../../domain/LocalHosts.js"
 import * as NodeFile from "../../domain/NodeFile.js"
 import * as Logging from "../../layers/Logging.js"
 import * as NodeLive from "../../layers/NodeLive.js"
@@ -30,6 +31,12 @@ const flags = {
     env: "MESH_BIND_ADDR",
     fallback: NodeConfig.defaults.bindAddress,
     description: "host:port of the local API's TCP listener (API token required); empty disables it.",
+  }),
+  allowedHosts: Flag.text("allowed-hosts", {
+    env: "MESH_ALLOWED_HOSTS",
+    fallback: "",
+    description:
+      "Comma-separated names the local API answers to in Host and Origin besides loopback ones and the --bind-addr host (DNS-rebinding protection); * takes any.",
   }),
   socketPath: Flag.optionalAllowEmpty("socket-path", {
     env: "MESH_SOCKET_PATH",
@@ -103,6 +110,10 @@ export const settingsFromFlags = (f: Flags) =>
     const configPath = Option.getOrElse(f.config, () => joinPath(f.dataDir, NodeConfig.defaults.configFile))
     const file = yield* readConfig(configPath, Option.isSome(f.config))
     const bindAddress = f.bindAddr.trim() === "" ? Option.none() : Option.some(yield* address("bind-addr", f.bindAddr))
+    const allowedHosts = Flag.list(f.allowedHosts)
+    const badHost = allowedHosts.find((name) => !LocalHosts.isHostName(name))
+    if (badHost !== undefined)
+      return yield* usage(`--allowed-hosts: ${badHost} is not a host name (no port, no scheme)`)
     const socketPath = Option.match(f.socketPath, {
       onNone: () => Option.some(NodeConfig.socketPathIn(f.dataDir)),
       onSome: (path) => (path.trim() === "" ? Option.none() : Option.some(path)),
@@ -138,6 +149,7 @@ export const settingsFromFlags = (f: Flags) =>
       dataDir: f.dataDir,
       listen: yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [NodeConfig.defaults.listen]),
       bindAddress,
+      allowedHosts,
       socketPath,
       tls,
       metricsAddress,
