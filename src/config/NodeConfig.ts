@@ -37,6 +37,8 @@ export interface NodeSettings {
   /** The local API's Unix socket (mode 0600, no token); none disables it. */
   readonly socketPath: Option.Option<string>
   readonly tls: Option.Option<TlsSettings>
+  /** Names the local API answers to besides loopback ones and the bind host (`*`: any), against DNS rebinding. */
+  readonly allowedHosts: ReadonlyArray<string>
   /** `/metrics`, `/healthz`, `/readyz` without authentication. */
   readonly metricsAddress: Option.Option<ListenAddress>
   /** The API token local callers present on TCP. */
@@ -99,6 +101,7 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   bindAddress: Option.none(),
   socketPath: Option.none(),
   tls: Option.none(),
+  allowedHosts: [],
   metricsAddress: Option.none(),
   apiTokenPath: Option.none(),
   syncInterval: Duration.minutes(15),

@@ -17,14 +17,26 @@ const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 const DECODE_ROUNDS = 3
 
 /**
- * Refuses a raw path (no query) holding a `..` segment, written plainly or percent-encoded (`%2e%2e`, `.%2E`, and
- * `..%2f` whose decoded slash would make one), or that does not decode at all.
+ * What a segment may not hold, in any form a server might read it in: `;` (Tomcat, Spring and Jetty read `..;` and
+ * `.;x` as `..` and `.`: path parameters) and NUL (C servers end the path there).
+ */
+const FORBIDDEN_IN_SEGMENT = /[;\0]/
+
+/**
+ * Refuses a raw path (no query) that a server could read as leaving the folder it names: a segment that begins with
+ * `..` (`..`, `..;`, `..%00`, `...`), or a segment holding `;` or NUL, written plainly, percent-encoded (`%2e%2e`,
+ * `..%3b`, `..%2f`: a decoded slash makes a segment too) or in characters that Unicode NFKC folds into dots and
+ * slashes (full-width `．．`, the two-dot leader `‥`), at every round of decoding; and a path that does not decode.
  */
 export const checkPath = (rawPath: string): Either.Either<void, string> => {
   let text = rawPath
   for (let round = 0; round <= DECODE_ROUNDS; round++) {
-    if (text.split(/[/\\]/).some((segment) => segment === "..")) {
-      return Either.left("path segments '..' are refused, encoded or not")
+    for (const form of [text, text.normalize("NFKC")]) {
+      for (const segment of form.split(/[/\\]/)) {
+        if (segment.startsWith(".."))
+          return Either.left("path segments beginning with '..' are refused, encoded or not")
+        if (FORBIDDEN_IN_SEGMENT.test(segment)) return Either.left("path segments holding ';' or NUL are refused")
+      }
     }
     if (!text.includes("%")) return Either.void
     try {
@@ -34,6 +46,31 @@ export const checkPath = (rawPath: string): Either.Either<void, string> => {
     }
   }
   return Either.void
+}
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/
+
+/**
+ * The one form of a raw path below a service that is checked against the policy and sent to the backend: escapes of
+ * unreserved characters decoded (`%70ublic` is `public`), other escapes in capitals, `.` segments removed (RFC 3986
+ * §6.2.2), the rest byte for byte as it came. A path `checkPath` refuses is refused here too.
+ */
+export const canonicalPath = (rawPath: string): Either.Either<string, string> => {
+  const checked = checkPath(rawPath)
+  if (Either.isLeft(checked)) return Either.left(checked.left)
+  const segments = rawPath.split("/").map((segment) =>
+    segment.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
+      const char = String.fromCharCode(Number.parseInt(hex, 16))
+      return UNRESERVED.test(char) ? char : encoded.toUpperCase()
+    }),
+  )
+  const out: Array<string> = []
+  segments.forEach((segment, i) => {
+    if (i === 0 || segment !== ".") out.push(segment)
+    // `/a/.` is `/a/`: the folder itself.
+    else if (i === segments.length - 1) out.push("")
+  })
+  return Either.right(out.join("/"))
 }
 
 export const isServiceType = (text: string): text is ServiceType =>
@@ -78,9 +115,58 @@ export const endToEnd = (headers: Headers, drop: ReadonlySet<string> = new Set()
   return out
 }
 
-/** Headers only a node may set on a forwarded request; whatever a client sent under these names is dropped. */
-const NODE_SET = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-prefix"]
-const PEER_FACTS = ["x-mesh-peer-id", "x-mesh-peer-role", "x-mesh-peer-labels"]
+/**
+ * Headers a backend may read as facts about the connection or as instructions to its own front end (a TLS
+ * terminator's client certificate, the client's address, a rewritten URL, an overridden method): only the hop that
+ * knows may set them, so whatever a caller wrote under these names is dropped on both hops. `Forwarded` and every
+ * `X-Forwarded-*` and `X-Mesh-*` go by prefix (the node writes the few it vouches for itself); the `X-SSL-*` family
+ * too.
+ */
+const NOT_FROM_CALLER = new Set([
+  "forwarded",
+  "x-original-url",
+  "x-rewrite-url",
+  "x-original-uri",
+  "x-original-host",
+  "x-original-method",
+  "x-host",
+  "x-real-ip",
+  "x-client-ip",
+  "x-cluster-client-ip",
+  "true-client-ip",
+  "cf-connecting-ip",
+  "fastly-client-ip",
+  "x-client-cert",
+  "x-client-cert-chain",
+  "x-client-verify",
+  "x-client-dn",
+  "ssl-client-cert",
+  "ssl-client-verify",
+  "x-arr-clientcert",
+  "x-amzn-mtls-clientcert",
+  "x-amzn-mtls-clientcert-leaf",
+  "x-http-method-override",
+  "x-http-method",
+  "x-method-override",
+  "x-remote-user",
+  "x-remote-addr",
+  "remote-user",
+  "x-authenticated-user",
+  "x-auth-request-user",
+  "x-auth-request-email",
+])
+const NOT_FROM_CALLER_PREFIXES = ["x-forwarded-", "x-mesh-", "x-ssl-"]
+
+/** Whether a header (lower case) is one only a node may set: see NOT_FROM_CALLER. */
+export const nodeOnly = (name: string): boolean =>
+  NOT_FROM_CALLER.has(name) || NOT_FROM_CALLER_PREFIXES.some((prefix) => name.startsWith(prefix))
+
+/** The headers of `headers` that pass `endToEnd`, without those only a node may set. */
+const fromCaller = (headers: Headers, drop: ReadonlySet<string>): OutgoingHeaders => {
+  const out = endToEnd(headers, drop)
+  for (const name of Object.keys(out)) if (nodeOnly(name)) delete out[name]
+  return out
+}
 
 export const REQUIRED_LABELS = "x-mesh-required-labels"
 
@@ -105,16 +191,13 @@ export interface Origin {
 }
 
 /**
- * The caller's node to the peer: the client's end-to-end headers (Authorization included) without the label
- * requirement, cookies (every cookie the client holds for the node's address is the node's: proxied services share
- * that origin, so passing them on would hand one service another's cookies) and node-set headers; then where the
- * request came from.
+ * The caller's node to the peer: the client's end-to-end headers (Authorization included) without cookies (every
+ * cookie the client holds for the node's address is the node's: proxied services share that origin, so passing them
+ * on would hand one service another's cookies) and the headers only a node sets (the label requirement and the API
+ * token among them, as `X-Mesh-*`); then where the request came from.
  */
 export const toPeer = (headers: Headers, origin: Origin | undefined): OutgoingHeaders => {
-  const out = endToEnd(
-    headers,
-    new Set([REQUIRED_LABELS, "x-mesh-authentication", "cookie", ...NODE_SET, ...PEER_FACTS]),
-  )
+  const out = fromCaller(headers, new Set(["cookie"]))
   if (origin !== undefined) {
     out.host = origin.host
     out["x-forwarded-host"] = origin.host
@@ -155,7 +238,7 @@ export const originOf = (headers: Headers): Origin | undefined => {
  */
 export const toBackend = (headers: Headers, caller: Caller, backendHost: string): OutgoingHeaders => {
   const origin = originOf(headers)
-  const out = endToEnd(headers, new Set(["host", ...NODE_SET, ...PEER_FACTS]))
+  const out = fromCaller(headers, new Set(["host"]))
   out.host = backendHost
   out["x-forwarded-for"] = caller.peerId
   out["x-forwarded-proto"] = origin?.proto ?? "http"
@@ -173,8 +256,15 @@ export const toBackend = (headers: Headers, caller: Caller, backendHost: string)
   return out
 }
 
-/** A response's headers on their way back: end to end only. */
-export const response = (headers: Headers): OutgoingHeaders => endToEnd(headers)
+/**
+ * A response's headers on their way back: end to end only, and no `X-Mesh-*`: the node answering the agent adds
+ * its own (`X-Mesh-Provider`), and a backend must not pass for it.
+ */
+export const response = (headers: Headers): OutgoingHeaders => {
+  const out = endToEnd(headers)
+  for (const name of Object.keys(out)) if (name.startsWith("x-mesh-")) delete out[name]
+  return out
+}
 
 /** A service's `target_url`, parsed once: where its requests go. */
 export interface Target {

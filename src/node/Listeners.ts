@@ -1,22 +1,24 @@
 /**
  * The node's listeners, each serving the local API with what it knows of its callers: TCP on `--bind-addr` (API
  * token; TLS with `--tls-cert`, and with `--tls-ca` only clients holding a certificate that CA signed may connect,
- * and they need no token) and the Unix socket (mode 0600 in a 0700 folder: opening it is the credential; a stale
- * file from an earlier run is replaced). Both use the listener every HTTP server of ours shares
+ * and they need no token) and the Unix socket (created 0600, under a umask, in a 0700 folder this user owns:
+ * opening it is the credential; a stale file from an earlier run is replaced). Both use the listener every HTTP server of ours shares
  * (src/http/Listener.ts): request timeout, parser refusals in the error body, draining on stop.
  */
-import { chmodSync, existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs"
+import { existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs"
 import type { Server } from "node:http"
 import type { ListenOptions } from "node:net"
+import { dirname } from "node:path"
 import { HttpMiddleware, type HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Either, Layer, Option } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { NodeConfig } from "../config/NodeConfig.js"
 import * as Listener from "../http/Listener.js"
 import * as TraceContext from "../http/TraceContext.js"
 import * as App from "./App.js"
 import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
+import * as PrivatePaths from "./PrivatePaths.js"
 
 export interface Bound {
   readonly tcp: Option.Option<ListenAddress>
@@ -100,9 +102,11 @@ export const layer = Layer.scoped(
             }
             unlinkSync(path)
           }
+          const folder = PrivatePaths.privateFolder(dirname(path), "the socket's folder")
+          if (Either.isLeft(folder)) return yield* new ListenError({ reason: folder.left })
           const info: ListenerInfo = { kind: "socket", verifiedClient: false }
-          yield* serve(Listener.makeServer(Listener.defaults), { path }, info, `--socket-path ${path}`)
-          chmodSync(path, 0o600)
+          const server = PrivatePaths.listenPrivately(Listener.makeServer(Listener.defaults))
+          yield* serve(server, { path }, info, `--socket-path ${path}`)
           yield* Effect.addFinalizer(() => Effect.sync(() => existsSync(path) && unlinkSync(path)))
           return path
         }),

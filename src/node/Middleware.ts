@@ -1,12 +1,13 @@
 /**
  * The path of every request through the node's local API: find its route in the table (404/405 otherwise), check
- * what the caller presented for the route's access on this listener (401 missing, 403 wrong, 403 for evidence over
- * plain TCP), hold back routes that need the mesh until the node is connected (503), run the handler, render any
+ * that a TCP caller names this machine in `Host` and `Origin` (403: DNS rebinding), what the caller presented for the
+ * route's access on this listener (401 missing, 403 wrong, 403 for evidence over plain TCP), hold back routes that need the mesh until the node is connected (503), run the handler, render any
  * failure as the one error body, and count and time the request by route label. Each request is one server span
  * named by method and route pattern, continuing the caller's `traceparent`.
  */
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Ref } from "effect"
+import { Clock, Effect, Option, Ref } from "effect"
+import { NodeConfig } from "../config/NodeConfig.js"
 import {
   Forbidden,
   MethodNotAllowed,
@@ -15,6 +16,7 @@ import {
   Unauthorized,
   Unavailable,
 } from "../domain/Errors.js"
+import * as LocalHosts from "../domain/LocalHosts.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
 import * as TraceContext from "../http/TraceContext.js"
 import { ApiToken } from "../services/node/ApiToken.js"
@@ -69,6 +71,11 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
     const renderFor = (path: string): ErrorResponse.Renderer =>
       dialects.find((d) => path.startsWith(d.prefix))?.render ?? ErrorResponse.body
     const token = yield* ApiToken
+    const settings = yield* NodeConfig
+    const hosts = LocalHosts.rules(
+      Option.getOrUndefined(Option.map(settings.bindAddress, (address) => address.host)),
+      settings.allowedHosts,
+    )
     const lifecycle = yield* NodeLifecycle
     const metrics = yield* Metrics
     const requests = metrics.counter("mesh_node_http_requests_total", "Local API requests by route and status code.")
@@ -121,6 +128,18 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
         : Effect.fail(new Forbidden({ message: "wrong API token" }))
     }
 
+    /** DNS rebinding: a page reaching the API under its own name shows it in `Host` or `Origin` (LocalHosts). */
+    const fromThisMachine = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, Forbidden> =>
+      !LocalHosts.hostAllowed(hosts, request.headers.host)
+        ? Effect.fail(
+            new Forbidden({ message: "the Host header names no address of this node: add it with --allowed-hosts" }),
+          )
+        : !LocalHosts.originAllowed(hosts, request.headers.origin)
+          ? Effect.fail(
+              new Forbidden({ message: "requests from this Origin are refused: add its host with --allowed-hosts" }),
+            )
+          : Effect.void
+
     const available = (availability: Route.Availability): Effect.Effect<void, Unavailable> =>
       availability === "always"
         ? Effect.void
@@ -147,6 +166,8 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
           return yield* new MethodNotAllowed({ message: `use ${found.allow.join(" or ")}`, allow: found.allow })
         }
         const listener = yield* Listener
+        // A browser cannot reach the socket; probes (open routes) may name the node however their platform does.
+        if (listener.kind !== "socket" && found.route.access !== "open") yield* fromThisMachine(request)
         const authenticated = yield* authenticate(request, found.route.access, listener)
         yield* available(found.route.availability)
         return yield* (found.route.handler as Route.Handler<Route.Requirements<T>>).pipe(

@@ -24,11 +24,52 @@ describe("Forwarding.checkPath", () => {
     }
   })
 
-  it("accepts dots that are not a '..' segment, and refuses what does not decode", () => {
-    for (const path of ["/a/.../b", "/a/..b", "/a/b..", "/a/./b", "/v1/models", "/a/%20b", "", "/"]) {
+  it("refuses what a servlet container or a C server reads as '..': ';', NUL and NFKC dots, encoded or not", () => {
+    // Issue 29, item 5: each of these reached a backend behind a grant on `a2a://agent/public`.
+    for (const path of [
+      "/public/..;/admin",
+      "/public/..%3b/admin",
+      "/public/..%3B/admin",
+      "/public/.;/admin",
+      "/public/%2e%2e;/admin",
+      "/public/..%00/admin",
+      "/public/..%2500/admin",
+      "/public/x\u0000",
+      "/public/%EF%BC%8E%EF%BC%8E/admin",
+      "/public/\uFF0E\uFF0E/admin",
+      "/public/\u2025/admin",
+      "/public/..\uFF0Fadmin",
+      "/public/.../admin",
+      "/public/..b",
+      "/public;x/a",
+    ]) {
+      expect([path, Either.isLeft(Forwarding.checkPath(path))]).toEqual([path, true])
+      expect([path, Either.isLeft(Forwarding.canonicalPath(path))]).toEqual([path, true])
+    }
+  })
+
+  it("accepts dots that do not begin a segment, and refuses what does not decode", () => {
+    for (const path of ["/a/b..", "/a/./b", "/a/.b", "/v1/models", "/a/%20b", "", "/"]) {
       expect([path, Forwarding.checkPath(path)]).toEqual([path, Either.void])
     }
     expect(Forwarding.checkPath("/a/%zz")).toEqual(Either.left("path is not valid percent-encoding"))
+  })
+})
+
+describe("Forwarding.canonicalPath", () => {
+  it("decodes unreserved characters, writes escapes in capitals and drops '.' segments; the rest stays as it came", () => {
+    for (const [raw, canonical] of [
+      ["", ""],
+      ["/", "/"],
+      ["/%70ublic/x", "/public/x"],
+      ["/public/%2e/x", "/public/x"],
+      ["/./public/./x/.", "/public/x/"],
+      ["/a%2fb/%c3%a9", "/a%2Fb/%C3%A9"],
+      ["/a%20b//c", "/a%20b//c"],
+      ["/v1/chat/completions", "/v1/chat/completions"],
+    ] as const) {
+      expect([raw, Forwarding.canonicalPath(raw)]).toEqual([raw, Either.right(canonical)])
+    }
   })
 })
 
@@ -85,7 +126,6 @@ describe("Forwarding headers", () => {
       "mcp-protocol-version": "2025-06-18",
       accept: "application/json, text/event-stream",
       "last-event-id": "7",
-      "x-mesh-agent": "agent-1",
       host: "127.0.0.1:8080",
       "x-forwarded-host": "127.0.0.1:8080",
       "x-forwarded-proto": "http",
@@ -120,6 +160,53 @@ describe("Forwarding headers", () => {
       "x-mesh-peer-role": "mesh:role:node",
       "x-mesh-peer-labels": "a=1,zone=eu",
     })
+  })
+
+  // What a caller could write to pass for a front end, a TLS terminator or the node itself (issue 29, item 6).
+  const forged = {
+    "x-mesh-agent": "agent-1",
+    "x-mesh-peer-id": "forged",
+    "x-mesh-anything": "1",
+    "x-original-url": "/admin",
+    "x-rewrite-url": "/admin",
+    "x-real-ip": "127.0.0.1",
+    "x-client-ip": "127.0.0.1",
+    "true-client-ip": "127.0.0.1",
+    "x-client-cert": "MIIB",
+    "x-ssl-client-dn": "CN=admin",
+    "x-ssl-client-verify": "SUCCESS",
+    "x-http-method-override": "DELETE",
+    "x-method-override": "DELETE",
+    "x-forwarded-port": "443",
+    "x-forwarded-server": "front",
+    "x-forwarded-client-cert": "Hash=1",
+    forwarded: "for=127.0.0.1",
+  }
+
+  it("no hop passes on a header only a node may set, whatever case the caller wrote it in", () => {
+    const shouted = Object.fromEntries(Object.entries(forged).map(([k, v]) => [k.toUpperCase(), v]))
+    for (const headers of [forged, shouted]) {
+      expect(Forwarding.toPeer({ ...headers, accept: "*/*" }, undefined)).toEqual({ accept: "*/*" })
+      expect(Forwarding.toBackend({ ...headers, accept: "*/*" }, caller, "b:1")).toEqual({
+        accept: "*/*",
+        host: "b:1",
+        "x-forwarded-for": "12D3Caller",
+        "x-forwarded-proto": "http",
+        "x-mesh-peer-id": "12D3Caller",
+        "x-mesh-peer-role": "mesh:role:node",
+        "x-mesh-peer-labels": "a=1,zone=eu",
+      })
+    }
+    expect(Object.keys(forged).every(Forwarding.nodeOnly)).toBe(true)
+    for (const name of ["authorization", "mcp-session-id", "x-request-id", "x-stainless-lang", "x-api-key"]) {
+      expect([name, Forwarding.nodeOnly(name)]).toEqual([name, false])
+    }
+  })
+
+  it("a response loses any X-Mesh-* its backend wrote: only the answering node sets them", () => {
+    expect(
+      Forwarding.response({ "x-mesh-provider": "forged", "x-mesh-overhead-ms": "0", "content-type": "text/plain" }),
+    ).toEqual({ "content-type": "text/plain" })
   })
 
   it("an origin is taken only whole and printable", () => {

@@ -308,11 +308,31 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         `/mesh/${bId}/inference/stream/%2e%2e/secret`,
         `/mesh/${bId}/inference/stream/.%2E/secret`,
         `/mesh/${bId}/inference/stream/a/%2E%2E%2fsecret`,
+        `/mesh/${bId}/inference/stream/echo/..%00/secret`,
+        `/mesh/${bId}/inference/stream/echo/%EF%BC%8E%EF%BC%8E/secret`,
       ]) {
         const answer = yield* call(a.url, path, { headers: token(a) })
         expect([path, answer.status]).toEqual([path, 400])
         expect(errorOf(answer).message).toContain("'..'")
       }
+      // What Tomcat, Spring and Jetty read as '..' or '.': path parameters.
+      for (const path of [
+        `/mesh/${bId}/inference/stream/echo/..;/secret`,
+        `/mesh/${bId}/inference/stream/echo/..%3b/secret`,
+        `/mesh/${bId}/inference/stream/echo/.;/secret`,
+      ]) {
+        const answer = yield* call(a.url, path, { headers: token(a) })
+        expect([path, answer.status]).toEqual([path, 400])
+      }
+    }),
+  )
+
+  it.effect("the backend gets the canonical path, the one that was checked", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const answer = yield* call(a.url, `/mesh/${bId}/inference/stream/./%65cho/%2e/x%2fy`, { headers: token(a) })
+      expect(answer.status).toBe(200)
+      expect((JSON.parse(answer.body) as Echoed).url).toBe("/echo/x%2Fy")
     }),
   )
 
@@ -373,6 +393,14 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
           cookie: "session=node-cookie",
           "x-forwarded-for": "1.2.3.4",
           "x-mesh-peer-id": "forged",
+          "x-mesh-agent": "agent-1",
+          "x-original-url": "/admin",
+          "x-rewrite-url": "/admin",
+          "x-real-ip": "127.0.0.1",
+          "x-client-cert": "MIIB",
+          "x-ssl-client-dn": "CN=admin",
+          "x-http-method-override": "DELETE",
+          "x-forwarded-port": "443",
           "content-type": "text/plain",
         },
         body: "payload",
@@ -391,6 +419,18 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(echoed.headers["x-forwarded-host"]).toBe(new URL(a.url).host)
       expect(echoed.headers["x-forwarded-proto"]).toBe("http")
       expect(echoed.headers["x-forwarded-prefix"]).toBe(`/mesh/${bId}/inference/stream`)
+      for (const name of [
+        "x-mesh-agent",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-real-ip",
+        "x-client-cert",
+        "x-ssl-client-dn",
+        "x-http-method-override",
+        "x-forwarded-port",
+      ]) {
+        expect([name, echoed.headers[name]]).toEqual([name, undefined])
+      }
     }),
   )
 
@@ -503,8 +543,17 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         Effect.flatMap(peer.host.openStream(bId, PROTOCOL), ({ stream, connection }) =>
           overStream(new StreamSocket(stream, connection), path),
         )
-      const dots = yield* ask("/inference/stream/%2E%2e/secret")
-      expect(dots.status).toBe(400)
+      for (const path of [
+        "/inference/stream/%2E%2e/secret",
+        "/inference/stream/echo/..;/secret",
+        "/inference/stream/echo/%2e%2e%3b/secret",
+        "/inference/stream/echo/..%00/secret",
+        "/inference/stream/echo/%EF%BC%8E%EF%BC%8E/secret",
+      ]) {
+        expect([path, (yield* ask(path)).status]).toEqual([path, 400])
+      }
+      const canonical = yield* ask("/inference/stream/./%65cho/%2e/x")
+      expect((JSON.parse(canonical.body) as Echoed).url).toBe("/echo/x")
       const hidden = yield* ask("/mcp/hidden")
       expect(hidden.status).toBe(403)
       expect(errorOf(hidden).message).toContain("allowed_services")

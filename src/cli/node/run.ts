@@ -4,15 +4,17 @@
  * starts, serving only the login instructions, and picks up an identity that `join` writes meanwhile.
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
-import { join as joinPath } from "node:path"
+import { dirname, join as joinPath } from "node:path"
 import { Command } from "@effect/cli"
 import { Duration, Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
+import * as LocalHosts from "../../domain/LocalHosts.js"
 import * as NodeFile from "../../domain/NodeFile.js"
 import * as Logging from "../../layers/Logging.js"
 import * as NodeLive from "../../layers/NodeLive.js"
 import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
 import * as Tracing from "../../layers/observability/Tracing.js"
+import * as PrivatePaths from "../../node/PrivatePaths.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 import * as NodeFlags from "./flags.js"
@@ -29,6 +31,12 @@ const flags = {
     env: "MESH_BIND_ADDR",
     fallback: NodeConfig.defaults.bindAddress,
     description: "host:port of the local API's TCP listener (API token required); empty disables it.",
+  }),
+  allowedHosts: Flag.text("allowed-hosts", {
+    env: "MESH_ALLOWED_HOSTS",
+    fallback: "",
+    description:
+      "Comma-separated names the local API answers to in Host and Origin besides loopback ones and the --bind-addr host (DNS-rebinding protection); * takes any.",
   }),
   socketPath: Flag.optionalAllowEmpty("socket-path", {
     env: "MESH_SOCKET_PATH",
@@ -132,19 +140,31 @@ const responseCap = (value: string) => {
       )
 }
 
+/** A private place open to others stops the node before it reads or serves anything there: exit 2, one line. */
+const privately = (checked: Either.Either<void, string>) =>
+  Either.match(checked, { onLeft: (reason) => Effect.fail(usage(reason)), onRight: () => Effect.void })
+
 const readable = (flag: string, path: string) =>
   existsSync(path) ? Effect.succeed(path) : Effect.fail(usage(`--${flag} ${path}: no such file`))
 
 export const settingsFromFlags = (f: Flags) =>
   Effect.gen(function* () {
     mkdirSync(f.dataDir, { recursive: true, mode: 0o700 })
+    yield* privately(PrivatePaths.checkNotOpen(f.dataDir, "the data folder"))
     const configPath = Option.getOrElse(f.config, () => joinPath(f.dataDir, NodeConfig.defaults.configFile))
     const file = yield* readConfig(configPath, Option.isSome(f.config))
     const bindAddress = f.bindAddr.trim() === "" ? Option.none() : Option.some(yield* address("bind-addr", f.bindAddr))
+    const allowedHosts = Flag.list(f.allowedHosts)
+    const badHost = allowedHosts.find((name) => !LocalHosts.isHostName(name))
+    if (badHost !== undefined)
+      return yield* usage(`--allowed-hosts: ${badHost} is not a host name (no port, no scheme)`)
     const socketPath = Option.match(f.socketPath, {
       onNone: () => Option.some(NodeConfig.socketPathIn(f.dataDir)),
       onSome: (path) => (path.trim() === "" ? Option.none() : Option.some(path)),
     })
+    if (Option.isSome(socketPath)) {
+      yield* privately(PrivatePaths.privateFolder(dirname(socketPath.value), "the socket's folder"))
+    }
     if (Option.isSome(f.tlsCa) && (Option.isNone(f.tlsCert) || Option.isNone(f.tlsKey))) {
       return yield* usage("--tls-ca needs --tls-cert and --tls-key (the listener must be TLS to verify clients)")
     }
@@ -174,11 +194,13 @@ export const settingsFromFlags = (f: Flags) =>
       fromEnvironment: yield* Flag.readSecret(Option.none(), "MESH_API_TOKEN"),
       dataDir: f.dataDir,
     }).pipe(Effect.mapError((error) => usage(error.reason)))
+    if (Option.isSome(token.path)) yield* privately(PrivatePaths.checkNotOpen(token.path.value, "the API token file"))
     return NodeConfig.make({
       controlPlaneUrl: f.controlPlane,
       dataDir: f.dataDir,
       listen: yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [NodeConfig.defaults.listen]),
       bindAddress,
+      allowedHosts,
       socketPath,
       tls,
       metricsAddress,

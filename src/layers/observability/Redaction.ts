@@ -2,12 +2,24 @@
  * The last check on every span before export. SQL spans keep the statement's kind (`SELECT`, `INSERT`...) and lose
  * its text; header, full-URL, query and stack-trace attributes are dropped wherever a library recorded them (a
  * stack trace names the machine's paths). Our own spans never set these; this guards what libraries add by default.
+ * A failing span keeps its status code and, in its exception event, the error's type: Effect's tracer records the
+ * error's message as the status message and in the event with its stack trace, and a message carries whatever the
+ * failure held (a peer's answer, a path, a backend's address).
  */
 import type { Context } from "@opentelemetry/api"
-import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { ReadableSpan, Span, SpanProcessor, TimedEvent } from "@opentelemetry/sdk-trace-base"
 
 const QUERY_TEXT = "db.query.text"
-const DROPPED = new Set(["url.full", "url.query", "db.statement", "code.stacktrace"])
+const DROPPED = new Set([
+  "url.full",
+  "url.query",
+  "db.statement",
+  "code.stacktrace",
+  "exception.message",
+  "exception.stacktrace",
+  // Effect's tracer logger: a log line's cause, stack traces included, on the event the line becomes.
+  "effect.cause",
+])
 const DROPPED_PREFIXES = ["http.request.header.", "http.response.header."]
 
 /** The first keyword of a statement, upper-cased: what it does, never what it carries. */
@@ -31,6 +43,13 @@ export const redact = (attributes: ReadableSpan["attributes"]): ReadableSpan["at
   return out
 }
 
+/** The events a span may leave with: the same attribute rule as the span's own. */
+export const redactEvents = (events: ReadableSpan["events"]): ReadableSpan["events"] =>
+  events.map((event): TimedEvent => ({ ...event, attributes: redact(event.attributes ?? {}) }))
+
+/** A span's status without its message: the code alone says it failed. */
+export const redactStatus = (status: ReadableSpan["status"]): ReadableSpan["status"] => ({ code: status.code })
+
 export class RedactingProcessor implements SpanProcessor {
   constructor(private readonly inner: SpanProcessor) {}
 
@@ -39,8 +58,12 @@ export class RedactingProcessor implements SpanProcessor {
   }
 
   onEnd(span: ReadableSpan): void {
-    // A view of the span with its attributes replaced; everything else (context, times, events) is the span's own.
-    const view = Object.create(span, { attributes: { value: redact(span.attributes), enumerable: true } })
+    // A view of the span with its attributes, events and status replaced; everything else is the span's own.
+    const view = Object.create(span, {
+      attributes: { value: redact(span.attributes), enumerable: true },
+      events: { value: redactEvents(span.events), enumerable: true },
+      status: { value: redactStatus(span.status), enumerable: true },
+    })
     this.inner.onEnd(view as ReadableSpan)
   }
 

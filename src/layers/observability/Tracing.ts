@@ -10,7 +10,7 @@ import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelResource from "@effect/opentelemetry/Resource"
 import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Config, Duration, Effect, Layer, Option } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import { RedactingProcessor } from "./Redaction.js"
@@ -45,12 +45,24 @@ export const parseAttributes = (text: string): Record<string, string> => {
 /** Spans exported from a provider of this layer's own, made when the layer is built; flushed when its scope closes. */
 export const layer = (settings: TracingSettings): Layer.Layer<never> =>
   Layer.unwrapEffect(
-    Effect.sync(() => {
-      const processor = new RedactingProcessor(
+    Effect.sync(() =>
+      withProcessor(
         new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }), {
           scheduledDelayMillis: Math.max(1, Duration.toMillis(settings.scheduleDelay)),
         }),
-      )
+        settings,
+      ),
+    ),
+  )
+
+/** Spans handed to `inner` through `Redaction`, from a provider of this layer's own (tests pass an exporter of theirs). */
+export const withProcessor = (
+  inner: SpanProcessor,
+  settings: Pick<TracingSettings, "serviceName" | "attributes">,
+): Layer.Layer<never> =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      const processor = new RedactingProcessor(inner)
       const resource = OtelResource.layer({
         serviceName: settings.serviceName,
         serviceVersion: pkg.version,

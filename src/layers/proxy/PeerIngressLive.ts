@@ -136,7 +136,10 @@ export const layer = Layer.scoped(
           return yield* new Forbidden({ message: "the caller is not an authenticated peer" })
         }
         const target = parseTarget(req.url ?? "/")
-        const path = Forwarding.checkPath(target.rawPath)
+        const whole = Forwarding.checkPath(target.rawPath)
+        if (Either.isLeft(whole)) return yield* new BadRequest({ message: whole.left })
+        // The policy sees, and the backend gets, one form of the path: the canonical one.
+        const path = Forwarding.canonicalPath(target.path)
         if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
         const type = Forwarding.checkService(target.type, target.name)
         if (Either.isLeft(type)) return yield* new BadRequest({ message: type.left })
@@ -155,7 +158,7 @@ export const layer = Layer.scoped(
             : Policy.authorizeService(
                 doc,
                 roles,
-                { type: type.right, name: target.name, path: target.path },
+                { type: type.right, name: target.name, path: path.right },
                 yield* self,
                 known,
               )
@@ -163,7 +166,7 @@ export const layer = Layer.scoped(
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
         }
         const grant = "grant" in decision ? decision.grant : undefined
-        if (grant?._tag === "Tools" && target.path !== "" && target.path !== "/") {
+        if (grant?._tag === "Tools" && path.right !== "" && path.right !== "/") {
           return yield* new Forbidden({
             message: `denied by policy rule allowed_services: a grant of single tools reaches only the endpoint of mcp://${target.name}`,
           })
@@ -175,7 +178,7 @@ export const layer = Layer.scoped(
         const { service, backend } = found
         if (service.target_url === undefined || backend === undefined) {
           // A stdio MCP server has one endpoint, the service itself.
-          if (target.path !== "" && target.path !== "/") {
+          if (path.right !== "" && path.right !== "/") {
             return yield* new NotFound({ message: `the mcp service ${service.name} answers only at its own path` })
           }
           return { _tag: "Stdio", service, caller: peer.peerId, grant: grant ?? McpGrant.SERVICE }
@@ -186,7 +189,7 @@ export const layer = Layer.scoped(
             service,
             targetUrl: service.target_url,
             backend,
-            path: target.path,
+            path: path.right,
             query: target.query,
             caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
           },

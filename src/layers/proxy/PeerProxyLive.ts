@@ -117,8 +117,6 @@ export const layer = Layer.effect(
     /** Checks the request, reaches the peer and opens the stream; nothing is sent yet. */
     const open = (request: ProxyRequest): Effect.Effect<StreamSocket, ProxyError> =>
       Effect.gen(function* () {
-        const path = Forwarding.checkPath(request.path)
-        if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
         const service = Forwarding.checkService(request.type, request.name)
         if (Either.isLeft(service)) return yield* new BadRequest({ message: service.left })
         if (Either.isLeft(Either.try(() => peerIdFromString(request.peerId)))) {
@@ -198,8 +196,12 @@ export const layer = Layer.effect(
         }
       })
 
-    const forwardWith = (request: ProxyRequest, onTooLarge?: (message: string) => void) =>
+    const forwardWith = (asked: ProxyRequest, onTooLarge?: (message: string) => void) =>
       Effect.gen(function* () {
+        // Only the path that was checked goes out, in its canonical form.
+        const path = Forwarding.canonicalPath(asked.path)
+        if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
+        const request = { ...asked, path: path.right }
         let response: IncomingMessage | undefined
         const socket = yield* Effect.acquireRelease(open(request), (socket) =>
           Effect.sync(() => {
@@ -222,8 +224,8 @@ export const layer = Layer.effect(
           kind: "client",
           captureStackTrace: false,
           attributes: {
-            "mesh.service.type": request.type,
-            "http.request.method": TraceContext.method(request.method),
+            "mesh.service.type": asked.type,
+            "http.request.method": TraceContext.method(asked.method),
           },
         }),
       )

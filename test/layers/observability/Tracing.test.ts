@@ -4,7 +4,10 @@
  * binary's name; and what a span may leave with.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, HashMap, Logger, Option } from "effect"
+import { SpanStatusCode } from "@opentelemetry/api"
+import { type ReadableSpan, SimpleSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base"
+import { Cause, ConfigProvider, Duration, Effect, HashMap, Logger, Option } from "effect"
+import { BadGateway } from "../../../src/domain/Errors.js"
 import * as Logging from "../../../src/layers/Logging.js"
 import { redact, statementKind } from "../../../src/layers/observability/Redaction.js"
 import * as Tracing from "../../../src/layers/observability/Tracing.js"
@@ -83,6 +86,42 @@ describe("Redaction", () => {
     })
     expect(out).toEqual({ "http.route": "/v1/models" })
   })
+})
+
+describe("Redaction of a failing span", () => {
+  // Issue 29, item 9: a failing `mesh.proxy` span exported `exception.stacktrace` (local paths) and the error message.
+  it.effect("exports its status code and error type, never the message, the stack trace or a logged cause", () =>
+    Effect.gen(function* () {
+      const exported: Array<ReadableSpan> = []
+      const exporter: SpanExporter = {
+        export: (spans, done) => {
+          exported.push(...spans)
+          done({ code: 0 }) // ExportResultCode.SUCCESS
+        },
+        shutdown: () => Promise.resolve(),
+      }
+      const secret = "peer 12D3x did not answer: connect ECONNREFUSED /home/someone/secret.sock"
+      const failing = Effect.gen(function* () {
+        yield* Effect.logWarning("attempt failed", Cause.fail(new Error(secret)))
+        return yield* new BadGateway({ message: secret })
+      }).pipe(Effect.withSpan("mesh.proxy"), Effect.flip)
+      const error = yield* failing.pipe(
+        Effect.provide(Tracing.withProcessor(new SimpleSpanProcessor(exporter), { serviceName: "t", attributes: {} })),
+        Effect.provide(Logger.remove(Logger.defaultLogger)),
+      )
+      expect(error.message).toBe(secret)
+      expect(exported.map((span) => span.name)).toEqual(["mesh.proxy"])
+      const span = exported[0] as ReadableSpan
+      expect(span.status).toEqual({ code: SpanStatusCode.ERROR })
+      const exception = span.events.find((event) => event.name === "exception")
+      expect(exception?.attributes).toEqual({ "exception.type": "BadGateway" })
+      const logged = span.events.find((event) => event.name === "attempt failed")
+      expect(logged?.attributes?.["effect.logLevel"]).toBe("WARN")
+      expect(JSON.stringify({ events: span.events, status: span.status, attributes: span.attributes })).not.toMatch(
+        /secret|ECONNREFUSED|stacktrace|effect\.cause/,
+      )
+    }),
+  )
 })
 
 describe("Logging", () => {
