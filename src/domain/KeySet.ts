@@ -9,6 +9,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
 import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt"
 import { Either } from "effect"
+import * as Biscuit from "../crypto/Biscuit.js"
 import * as Ed25519 from "../crypto/Ed25519.js"
 import { type KeysResponse, KeysResponseSchema } from "../gen/mesh_pb.js"
 
@@ -83,4 +84,29 @@ export const verify = (
       return { id: message.keyIds[i] as number, publicKey, retiresAt: retiresAt > 0 ? retiresAt : undefined }
     }),
   )
+}
+
+/**
+ * A key set checked against a credential instead of trusted keys: accepted when it is otherwise sound (every key
+ * signed it, recently) and `credential` verifies under one of its keys. For a member whose trusted keys all retired
+ * while it was away: the control plane it is pointed at has just issued it that credential (a refresh with
+ * autonomous recovery, or a new enrollment), which is the trust its first enrollment rested on too.
+ */
+export const verifyAnchoredBy = (
+  body: Uint8Array,
+  credential: Uint8Array,
+  nowMs: number,
+): Either.Either<ReadonlyArray<PublicSigningKey>, string> => {
+  let listed: ReadonlyArray<Uint8Array>
+  try {
+    listed = fromBinary(KeysResponseSchema, body).publicKeys
+  } catch {
+    return Either.left("key set is not a KeysResponse")
+  }
+  return Either.flatMap(verify(body, listed, nowMs), (keys) => {
+    const byId = new Map(keys.map((k) => [k.id, k.publicKey]))
+    return Either.isRight(Biscuit.verify(credential, (id) => byId.get(id), nowMs))
+      ? Either.right(keys)
+      : Either.left("key set is not signed by a trusted key, and our credential is not signed by any of its keys")
+  })
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
+import * as Biscuit from "../../src/crypto/Biscuit.js"
 import * as Ed25519 from "../../src/crypto/Ed25519.js"
 import * as KeySet from "../../src/domain/KeySet.js"
 
@@ -38,5 +39,32 @@ describe("KeySet", () => {
 
   it("refuses bytes that are not a key set", () => {
     expect(Either.isLeft(KeySet.verify(new Uint8Array([0xff, 0xff]), [a.publicKey], now))).toBe(true)
+  })
+
+  it("says when each key retires, under the signatures", () => {
+    const body = KeySet.sign([{ ...a, retiresAt: now + 3_600_000 }, b], now)
+    const keys = Either.getOrThrow(KeySet.verify(body, [a.publicKey], now))
+    expect(keys.map((k) => [k.id, k.retiresAt])).toEqual([
+      [1, now + 3_600_000],
+      [2, undefined],
+    ])
+  })
+
+  it("re-anchors on a set only when the credential the control plane just issued verifies under one of its keys", () => {
+    const body = KeySet.sign([b], now)
+    const issued = Biscuit.mint(
+      { peerId: "12D3KooWtest", role: "mesh:role:node", labels: {}, expiresAtMs: now + 60_000 },
+      b,
+    )
+    expect(Either.map(KeySet.verifyAnchoredBy(body, issued, now), (keys) => keys.map((k) => k.id))).toEqual(
+      Either.right([2]),
+    )
+    // A credential of a key outside the set, or a set from keys nobody issued anything with: refused.
+    const foreign = Biscuit.mint(
+      { peerId: "12D3KooWtest", role: "mesh:role:node", labels: {}, expiresAtMs: now + 60_000 },
+      stranger,
+    )
+    expect(Either.isLeft(KeySet.verifyAnchoredBy(body, foreign, now))).toBe(true)
+    expect(Either.isLeft(KeySet.verifyAnchoredBy(KeySet.sign([stranger], now), issued, now))).toBe(true)
   })
 })

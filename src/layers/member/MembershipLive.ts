@@ -180,7 +180,13 @@ export const make = (
       const body = yield* client.keys
       const now = yield* Clock.currentTimeMillis
       const known = (yield* Ref.get(trusted)).map((k) => k.publicKey)
-      const keys = yield* Either.match(KeySet.verify(body, known, now), {
+      const { credential } = yield* Ref.get(current)
+      // Every key we trusted may have retired while we were away: the credential the control plane just issued us
+      // then vouches for its key set, as its first answer did at enrollment.
+      const checked = Either.orElse(KeySet.verify(body, known, now), (reason) =>
+        Either.mapLeft(KeySet.verifyAnchoredBy(body, credential, now), () => reason),
+      )
+      const keys = yield* Either.match(checked, {
         onLeft: (reason) => Effect.fail(new MembershipError({ reason: `control plane key set refused: ${reason}` })),
         onRight: Effect.succeed,
       })
