@@ -14,8 +14,9 @@ const checked = new WeakSet<object>()
 beforeEach(({ task }) => {
   const fn = getFn(task)
   if (checked.has(fn)) return
-  const wrapped = async (): Promise<void> => {
-    const result: unknown = await fn()
+  // The test's context (expect, task, signal, ...) is passed on: tests and @effect/vitest read it.
+  const wrapped = async (...context: Array<unknown>): Promise<void> => {
+    const result: unknown = await (fn as (...args: Array<unknown>) => unknown)(...context)
     if (Effect.isEffect(result) && !Option.isOption(result) && !Either.isEither(result) && !Exit.isExit(result)) {
       throw new Error("this test returned an Effect that never ran: write it with it.effect, it.scoped or it.live")
     }
