@@ -200,8 +200,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
 
         yield* Effect.promise(() => transport.terminateSession())
         yield* Effect.promise(() => client.close())
-        // The session is gone at the server: a request naming it gets the reference server's own refusal (400 with
-        // its JSON-RPC error, where the MCP transport says 404), passed on unchanged: not a refusal by either node.
+        // The session is gone: B forgot its binding to A when the DELETE succeeded, so a request naming it gets the
+        // MCP transport's 404 for a terminated session from B, before it reaches the server.
         const after = yield* call(a.url, `/mesh/${bId}/mcp/everything`, {
           method: "POST",
           headers: {
@@ -213,10 +213,11 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
           },
           body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
         })
-        expect(after.status).toBe(400)
+        expect(after.status).toBe(404)
         expect(JSON.parse(after.body)).toEqual({
           jsonrpc: "2.0",
-          error: { code: -32000, message: "Bad Request: No valid session ID provided" },
+          error: { code: -32001, message: "Session not found" },
+          id: null,
         })
       }),
   )
