@@ -71,6 +71,7 @@ describe("mesh-control-plane command line", () => {
       "--oidc-session-ttl",
       "--key-rotation-interval",
       "--key-grace-period",
+      "--member-sync-interval",
       "--lease-duration",
       "--node-retention",
       "--mesh-reconnect-interval",

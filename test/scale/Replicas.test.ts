@@ -175,7 +175,10 @@ describePostgres("three control-plane processes on one database", (url) => {
           ),
         )
 
-        const options = { database, flags: ["--key-rotation-interval", "3s", "--key-grace-period", "1s"] }
+        const options = {
+          database,
+          flags: ["--key-rotation-interval", "3s", "--key-grace-period", "1s", "--member-sync-interval", "300ms"],
+        }
         const replicas = yield* ControlPlaneProcess.startAll([options, options, options])
 
         // Three rotations after the first key, however long a loaded machine takes to make them. A rotation is
