@@ -7,8 +7,8 @@
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect, Random } from "effect"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
-import * as JumpClock from "../../src/testing/JumpClock.js"
 import { describeDatabases } from "../support/databases.js"
+import * as JumpClock from "../support/JumpClock.js"
 import * as Soak from "./soak.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")

@@ -6,12 +6,12 @@ import { expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, Random, Redacted, Scope } from "effect"
 import type { DatabaseConfig } from "../../src/config/DatabaseConfig.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
-import * as JumpClock from "../../src/testing/JumpClock.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as TestDatabase from "../../src/testing/TestDatabase.js"
 import { tokenHeader } from "../node/support.js"
 import { admin } from "../support/admin.js"
 import { describeDatabases, describePostgres } from "../support/databases.js"
+import * as JumpClock from "../support/JumpClock.js"
 import * as Soak from "./soak.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")

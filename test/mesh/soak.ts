@@ -1,7 +1,7 @@
 /**
  * A mesh that lives for simulated days in seconds: a control plane, a router and nodes in this process, all under
- * a JumpClock (src/testing/JumpClock.ts: real time that the test moves forward in jumps), with the control plane's, router's and nodes' own durations (rotation 24h, grace 1h,
- * credentials 24h, node sync 15m, router key sync and lease renewal 5m). Nodes B and C publish the demo MCP server
+ * a JumpClock (test/support/JumpClock.ts: real time that the test moves forward in jumps), with the programs' own
+ * durations (rotation 24h, grace 1h, credentials 24h, node sync 15m, router key sync and lease renewal 5m). Nodes B and C publish the demo MCP server
  * and the demo model; A calls both through the proxy and with `call_remote_tool`. Real libp2p, real HTTP, real
  * databases: only the clock is simulated. MESH_SOAK_PROGRESS=<file> appends a line per simulated hour to that file
  * (the record so far), to follow a long run.
@@ -17,11 +17,11 @@ import * as DemoInference from "../../src/demo/DemoInference.js"
 import * as DemoMcpServer from "../../src/demo/DemoMcpServer.js"
 import type * as NodeFile from "../../src/domain/NodeFile.js"
 import type * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
-import type * as JumpClock from "../../src/testing/JumpClock.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { tokenHeader } from "../node/support.js"
 import { setPolicy } from "../support/admin.js"
+import type * as JumpClock from "../support/JumpClock.js"
 
 /** The programs' own settings, where the harnesses' are quicker. */
 const NODE_DEFAULTS = NodeConfig.make({ dataDir: "", apiToken: Redacted.make("") })

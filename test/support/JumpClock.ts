@@ -8,7 +8,7 @@
  * each for every fiber to suspend, so a loop that ticks every second costs 86,400 rounds a simulated day. Here a loop
  * that ticks every second wakes once per jump, and real timeouts still bound what happens between jumps.
  *
- * Public test support, like the harnesses; provide it with `Effect.withClock`.
+ * Provide it with `Effect.withClock`. It lives with the tests, not in src/: a clock has to read the machine's time.
  */
 import { Clock, Duration, Effect } from "effect"
 
