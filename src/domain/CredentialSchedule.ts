@@ -87,9 +87,18 @@ export const nextRefresh = (
   return candidates.reduce((a, b) => (b.at < a.at ? b : a))
 }
 
-/** Pause before retrying a failed refresh: an eighth of the time left before it is too late, within 1 s and 30 s. */
+/** The longest pause between two attempts, and the pause once it is too late (nothing left to hurry for). */
+export const MAX_RETRY_MS = 30_000
+
+/**
+ * Pause before retrying a failed refresh: an eighth of the time left before it is too late, within 1 s and 30 s; 30 s
+ * once it is too late (a credential whose key retired or that expired), so a stranded member does not hammer the
+ * control plane.
+ */
 export const retryDelay = (held: Held, keys: ReadonlyArray<PublicSigningKey>, now: number): number => {
   const own = keys.find((k) => k.id === held.keyId)
+  const retired = held.keyId !== undefined && known(keys) && own === undefined
   const deadline = Math.min(held.expiresAt, own?.retiresAt ?? Number.POSITIVE_INFINITY)
-  return Math.min(30_000, Math.max(1_000, (deadline - now) / 8))
+  if (retired || deadline <= now) return MAX_RETRY_MS
+  return Math.min(MAX_RETRY_MS, Math.max(1_000, (deadline - now) / 8))
 }
