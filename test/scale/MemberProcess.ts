@@ -35,6 +35,8 @@ export const start = (
   name: "mesh-router" | "mesh-node",
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>> = {},
+  /** A command the process runs under, e.g. `ip netns exec <ns>` to put it on another (simulated) host. */
+  prefix: ReadonlyArray<string> = [],
 ): Effect.Effect<MemberProcess, never, Scope.Scope> =>
   Effect.gen(function* () {
     const exited = yield* Deferred.make<ProcessExit>()
@@ -45,7 +47,8 @@ export const start = (
     }
     const child = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const c = spawn(process.execPath, nodeArgs(name, args), {
+        const [command = process.execPath, ...rest] = [...prefix, process.execPath, ...nodeArgs(name, args)]
+        const c = spawn(command, rest, {
           cwd: root,
           env: childEnv(env),
           stdio: ["ignore", "pipe", "pipe"],

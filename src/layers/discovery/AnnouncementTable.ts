@@ -43,6 +43,14 @@ export const fresh = (table: Table, type: ServiceType, key: string, nowMs: numbe
     .filter((e) => e.type === type && nowMs - e.receivedAtMs <= FRESH_MS && e.keys.includes(key))
     .reverse()
 
+/** Entries of the type (and service name) heard within FRESH_MS, newest first. */
+export const ofType = (table: Table, type: ServiceType, nowMs: number, service?: string): ReadonlyArray<Entry> =>
+  [...table.values()]
+    .filter(
+      (e) => e.type === type && nowMs - e.receivedAtMs <= FRESH_MS && (service === undefined || e.service === service),
+    )
+    .reverse()
+
 /** Drops entries no lookup would return any more. */
 export const prune = (table: Table, nowMs: number): Table =>
   new Map([...table].filter(([, e]) => nowMs - e.receivedAtMs <= FRESH_MS))

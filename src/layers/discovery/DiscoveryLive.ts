@@ -1,11 +1,14 @@
 /**
  * Discovery over the DHT and provider catalogs, plus the gossip view. A search asks the DHT for the providers of
- * the type's key (or the type+name key), and as each provider comes in, reaches it (at most CONCURRENCY at once)
- * and asks its catalog; each service it lists is a result, labelled with what its credential attests. The search
- * ends when the DHT query and every catalog request are done, or at the caller's timeout.
+ * the type's key (or the type+name key), every router the node is linked to being a DHT server, and takes the peers
+ * that announced such a service on gossip lately too (either source alone survives the loss of the other: a
+ * restarted router has no provider records until its members place them again). As each provider comes in, it is
+ * reached (at most CONCURRENCY at once) and its catalog asked; each service it lists is a result, labelled with what
+ * its credential attests. The search ends when the DHT query and every catalog request are done, or at the caller's
+ * timeout.
  */
 import type { PeerInfo } from "@libp2p/interface"
-import { Duration, Effect, Either, Layer, Stream } from "effect"
+import { Duration, Effect, Either, Layer, Ref, Stream } from "effect"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
 import {
   type DiscoveredService,
@@ -71,8 +74,20 @@ export const layer = Layer.scoped(
         Effect.map((services) => ({ peerId, services })),
       )
 
+    /** Providers from both sources, each once: the gossip view answers at once, the DHT as its query walks. */
+    const sources = (query: DiscoveryQuery): Stream.Stream<string> =>
+      Stream.unwrap(
+        Effect.map(Ref.make<ReadonlySet<string>>(new Set()), (seen) =>
+          Stream.merge(Stream.fromIterableEffect(gossip.providers(query.type, query.name)), providers(query)).pipe(
+            Stream.filterEffect((peerId) =>
+              Ref.modify(seen, (set) => (set.has(peerId) ? [false, set] : [true, new Set(set).add(peerId)])),
+            ),
+          ),
+        ),
+      )
+
     const answers = (query: DiscoveryQuery): Stream.Stream<ProviderAnswer> =>
-      providers(query).pipe(
+      sources(query).pipe(
         Stream.filter((peerId) => peerId !== host.peerId),
         Stream.filterEffect((peerId) => Effect.map(membership.banned, (banned) => !banned.has(peerId))),
         Stream.mapEffect((peerId) => enrich(peerId, query), { concurrency: CONCURRENCY, unordered: true }),

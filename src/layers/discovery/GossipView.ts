@@ -19,6 +19,8 @@ const JANITOR_EVERY = Duration.seconds(75)
 
 export interface GossipView {
   readonly announcers: (type: ServiceType, key: string) => Effect.Effect<ReadonlyArray<Announcer>>
+  /** Peers that announced a service of the type (and name) lately, newest first; starts listening to the type. */
+  readonly providers: (type: ServiceType, name?: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Membership> = Effect.gen(function* () {
@@ -99,5 +101,14 @@ export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Mem
       )
     })
 
-  return { announcers }
+  const providers = (type: ServiceType, name?: string) =>
+    Effect.gen(function* () {
+      yield* ensure(ServiceKeys.typeTopic(type))
+      const now = yield* Clock.currentTimeMillis
+      const banned = yield* membership.banned
+      const entries = AnnouncementTable.ofType(yield* Ref.get(table), type, now, name)
+      return [...new Set(entries.map((e) => e.peerId))].filter((peer) => !banned.has(peer))
+    })
+
+  return { announcers, providers }
 })

@@ -1,6 +1,6 @@
 /**
- * Gossip announcements of the published services: every 10 s (±20%), each service that has keys (tool names, model
- * ids) is announced on the topic of each of its keys that someone listens to, with the labels this node's credential
+ * Gossip announcements of the published services: every 10 s (±20%), each service is announced on its type's topic
+ * and on the topic of each of its keys (tool names, model ids), those that someone listens to, with the labels this node's credential
  * attests and the service's requests in flight. When a peer starts listening on one of those topics it hears from
  * us within a second rather than at the next round, so a fresh lookup is answered quickly.
  */
@@ -38,16 +38,17 @@ export const layer = Layer.scopedDiscard(
     /** Announces on the listened-to topics (of `only`, when given) each published service's announcement. */
     const round = (only?: ReadonlySet<string>) =>
       Effect.gen(function* () {
-        const services = (yield* local.published).filter((s) => s.keys.length > 0)
+        const services = yield* local.published
         if (services.length === 0) return
         const now = yield* Clock.currentTimeMillis
         const labels = yield* ownLabels
         const sent = new Map(yield* Ref.get(lastSent))
         for (const service of services) {
           const keys = service.keys.slice(0, ServiceKeys.MAX_ANNOUNCE_KEYS)
-          const topics = keys
-            .map((key) => ServiceKeys.topic(service.type, key))
-            .filter((topic) => (only === undefined || only.has(topic)) && pubsub.getSubscribers(topic).length > 0)
+          const topics = [
+            ServiceKeys.typeTopic(service.type),
+            ...keys.map((key) => ServiceKeys.topic(service.type, key)),
+          ].filter((topic) => (only === undefined || only.has(topic)) && pubsub.getSubscribers(topic).length > 0)
           if (topics.length === 0) continue
           const message = ServiceAnnouncement.encode({
             peerId: host.peerId,

@@ -7,19 +7,21 @@
  * expire.
  */
 
-import { Clock, Duration, Effect, Layer, Ref } from "effect"
+import { Clock, Duration, Effect, Layer, Queue, Ref, Stream } from "effect"
 import type { CID } from "multiformats/cid"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
-import { RouterLinks } from "../../services/node/RouterLinks.js"
+import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 
 export const REFRESH = Duration.minutes(5)
 const PROVIDE_TIMEOUT = Duration.seconds(30)
-const FIRST_RETRY_MS = 2_000
+const FIRST_RETRY_MS = 1_000
 const MAX_RETRY_MS = 60_000
 const TICK = Duration.seconds(1)
 const CONCURRENCY = 4
+/** kad-dht's K: a record goes to at most this many of the closest servers. */
+const DHT_K = 20
 
 interface ProviderRecord {
   readonly cid: CID
@@ -37,26 +39,37 @@ export const layer = Layer.scopedDiscard(
     const links = yield* RouterLinks
     const dht = host.libp2p.services.dht
     const records = yield* Ref.make<ReadonlyMap<string, ProviderRecord>>(new Map())
-    const wasConnected = yield* Ref.make(false)
+    /** A router link came up since the last tick: every record is placed again. */
+    const placeAll = yield* Ref.make(false)
+    const wakeups = yield* Effect.acquireRelease(Queue.sliding<void>(1), Queue.shutdown)
+    yield* links.linkUps.pipe(
+      Stream.runForEach(() => Ref.set(placeAll, true).pipe(Effect.zipRight(Queue.offer(wakeups, undefined)))),
+      Effect.forkScoped,
+    )
 
-    /** Sends the record to the closest DHT servers; fails when none took it. */
+    /**
+     * Sends the record to the closest DHT servers; fails when fewer took it than the routers we are linked to (up to
+     * the DHT's K): every router should hold it, and a router whose link just came up may not be in the DHT's
+     * routing table yet.
+     */
     const provide = (cid: CID) =>
-      Effect.tryPromise({
-        try: async (signal) => {
-          let sent = 0
-          for await (const event of dht.provide(cid, { signal })) {
-            if (event.name === "PEER_RESPONSE" && event.messageName === "ADD_PROVIDER") sent++
-          }
-          return sent
-        },
-        catch: describe,
-      }).pipe(
-        Effect.timeoutFail({ duration: PROVIDE_TIMEOUT, onTimeout: () => "provide timed out" }),
-        Effect.filterOrFail(
-          (sent) => sent > 0,
-          () => "no DHT server took the record",
-        ),
-      )
+      Effect.gen(function* () {
+        const routers = new Set((yield* links.links).filter((l) => l.connected).map((l) => l.peerId)).size
+        const took = yield* Effect.tryPromise({
+          try: async (signal) => {
+            const peers = new Set<string>()
+            for await (const event of dht.provide(cid, { signal })) {
+              if (event.name === "PEER_RESPONSE" && event.messageName === "ADD_PROVIDER") {
+                peers.add(event.from.toString())
+              }
+            }
+            return peers.size
+          },
+          catch: describe,
+        }).pipe(Effect.timeoutFail({ duration: PROVIDE_TIMEOUT, onTimeout: () => "provide timed out" }))
+        const wanted = Math.max(1, Math.min(routers, DHT_K))
+        if (took < wanted) return yield* Effect.fail(`${took} of ${wanted} DHT servers took the record`)
+      })
 
     const settle = (key: string, record: ProviderRecord, now: number) =>
       provide(record.cid).pipe(
@@ -77,8 +90,7 @@ export const layer = Layer.scopedDiscard(
     const tick = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const connected = yield* links.connected
-      // A router that just came back may have lost our records (a restart): provide everything again.
-      const reconnected = connected && !(yield* Ref.getAndSet(wasConnected, connected))
+      const again = connected && (yield* Ref.getAndSet(placeAll, false))
       const wanted = new Map<string, CID>()
       for (const service of yield* local.published) {
         wanted.set(ServiceKeys.dhtKeyText(service.type), ServiceKeys.cid(service.type))
@@ -94,7 +106,7 @@ export const layer = Layer.scopedDiscard(
       const current = new Map<string, ProviderRecord>()
       for (const [key, cid] of wanted) {
         const known = previous.get(key)
-        current.set(key, known === undefined || reconnected ? { cid, failures: 0, nextAtMs: now } : known)
+        current.set(key, known === undefined || again ? { cid, failures: 0, nextAtMs: now } : known)
       }
       if (!connected) return yield* Ref.set(records, current)
       const due = [...current].filter(([, record]) => record.nextAtMs <= now)
@@ -107,7 +119,7 @@ export const layer = Layer.scopedDiscard(
 
     yield* tick.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("provider records not refreshed", cause)),
-      Effect.zipRight(Effect.sleep(TICK)),
+      Effect.zipRight(Effect.raceFirst(Queue.take(wakeups), Effect.sleep(TICK))),
       Effect.forever,
       Effect.forkScoped,
     )

@@ -22,11 +22,11 @@ import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
+import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
-import * as RouterLinksLive from "./RouterLinksLive.js"
 
 const membership = (settings: NodeSettings) =>
   MembershipLive.layer({
@@ -66,7 +66,7 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
-    Layer.provideMerge(RouterLinksLive.layer),
+    Layer.provideMerge(RouterLinksLive.layer({ relay: true })),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),

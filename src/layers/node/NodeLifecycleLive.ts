@@ -20,8 +20,8 @@ import {
 } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { Membership } from "../../services/member/Membership.js"
+import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { NodeLifecycle, type Phase } from "../../services/node/NodeLifecycle.js"
-import { RouterLinks } from "../../services/node/RouterLinks.js"
 import * as MemberStore from "../member/MemberStore.js"
 import * as MemberLive from "./MemberLive.js"
 

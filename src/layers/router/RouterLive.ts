@@ -1,7 +1,7 @@
 /**
  * The router assembled: membership (enrollment as `mesh:role:router`, refresh, keys and bans), the mesh host in
  * router mode (relay, DHT server, gossip hub for authenticated peers only), mesh events, the lease, and the probe
- * listener. Bans learned from /info drop connections too, at each sync.
+ * listener, and links to the other leased routers. Bans learned from /info drop connections too, at each sync.
  */
 import { readFile } from "node:fs/promises"
 import { Clock, Effect, Layer, Option, Redacted, Runtime, Schedule } from "effect"
@@ -14,6 +14,7 @@ import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
+import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as MetricsLive from "../operations/MetricsLive.js"
 import * as ProbeServer from "../operations/ProbeServer.js"
 import * as LeaseRenewal from "./LeaseRenewal.js"
@@ -89,6 +90,8 @@ const probes = (settings: RouterSettings) =>
 export const layer = (settings: RouterSettings) =>
   Layer.mergeAll(
     LeaseRenewal.layer,
+    // Routers link to each other: one DHT and one gossip mesh however the nodes are spread over them.
+    RouterLinksLive.layer({ relay: false }),
     MeshEventsReceiver.layer("mesh_router_", settings.dataDir),
     upkeep,
     probes(settings),

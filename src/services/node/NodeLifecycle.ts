@@ -12,10 +12,10 @@ import type { PeerMcp } from "../mcp/PeerMcp.js"
 import type { StdioServers } from "../mcp/StdioServers.js"
 import type { Membership } from "../member/Membership.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
+import type { RouterLinks } from "../mesh/RouterLinks.js"
 import type { PeerIngress } from "../proxy/PeerIngress.js"
 import type { PeerProxy } from "../proxy/PeerProxy.js"
 import type { PolicyView } from "./PolicyView.js"
-import type { RouterLinks } from "./RouterLinks.js"
 
 /** The services that exist once the node is a member; routes that need the mesh require these. */
 export type MemberServices =

@@ -1,17 +1,22 @@
 /**
- * RouterLinks over the MeshHost: one fiber keeps a link to every router the control plane lists. A router that is
- * not connected is dialed (it must authenticate as `mesh:role:router`), and on failure redialed with a doubling
- * backoff; once connected the node asks it for a relay slot. When no router can be reached the router list itself
- * may be stale (a router moved), so /info is re-read, at most every RESYNC_EVERY.
+ * RouterLinks over the MeshHost: one fiber keeps a link to every router the control plane lists, but this member. A
+ * router that is not connected is dialed (it must authenticate as `mesh:role:router`), and on failure redialed with a
+ * doubling backoff, jittered and capped at a few seconds: a router back from a restart must see its members again
+ * within seconds, not at the end of a long backoff. Once connected a node asks it for a relay slot. Each link that
+ * comes up is announced on `linkUps` and makes the member re-read /info at once (bans, keys and routers it may have
+ * missed while apart). When no router can be reached the router list itself may be stale (a router moved), so /info
+ * is re-read, at most every RESYNC_EVERY.
  */
-import { Clock, Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
+import { Clock, Duration, Effect, Layer, Option, PubSub, Random, Ref, Stream, SubscriptionRef } from "effect"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
-import { type RouterLink, RouterLinks } from "../../services/node/RouterLinks.js"
+import { type RouterLink, RouterLinks } from "../../services/mesh/RouterLinks.js"
 
-const FIRST_BACKOFF_MS = 1_000
-const MAX_BACKOFF_MS = 30_000
+const FIRST_BACKOFF_MS = 500
+/** A dead router gets a dial from each member at most every ~5 s: a SYN answered by a reset, cheap for both. */
+const MAX_BACKOFF_MS = 5_000
+const JITTER = 0.2
 const DIAL_TIMEOUT = Duration.seconds(15)
 /** The loop looks again at least this often, besides on every change of the host's connections. */
 const TICK = Duration.seconds(1)
@@ -36,23 +41,28 @@ const fresh = (address: string): LinkState => ({
   nextAttemptAtMs: 0,
 })
 
-export const layer = Layer.scoped(
-  RouterLinks,
+export interface Options {
+  /** Nodes hold a relay slot on every router; routers link to each other without one. */
+  readonly relay: boolean
+}
+
+export const make = (options: Options) =>
   Effect.gen(function* () {
     const host = yield* MeshHost
     const membership = yield* Membership
     const links = yield* Ref.make<ReadonlyMap<string, LinkState>>(new Map())
     const connected = yield* SubscriptionRef.make(false)
     const lastResync = yield* Ref.make(0)
+    const up = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const ups = yield* Effect.acquireRelease(PubSub.unbounded<string>(), PubSub.shutdown)
 
     const circuitOf = (link: LinkState) => `${link.address}/p2p-circuit`
 
     /** Dials one router and reserves a relay slot on it; the updated state either way. */
-    const attempt = (link: LinkState, now: number): Effect.Effect<LinkState> =>
-      host.dial(link.address, { requireRole: ROUTER_ROLE }).pipe(
-        Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => new Error("dial timed out") }),
-        Effect.zipRight(
-          host.listen(circuitOf(link)).pipe(
+    const reserve = (link: LinkState) =>
+      !options.relay
+        ? Effect.succeed(false)
+        : host.listen(circuitOf(link)).pipe(
             Effect.as(true),
             Effect.catchAll((error) =>
               Effect.as(
@@ -62,8 +72,12 @@ export const layer = Layer.scoped(
                 false,
               ),
             ),
-          ),
-        ),
+          )
+
+    const attempt = (link: LinkState, now: number): Effect.Effect<LinkState> =>
+      host.dial(link.address, { requireRole: ROUTER_ROLE }).pipe(
+        Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => new Error("dial timed out") }),
+        Effect.zipRight(reserve(link)),
         Effect.map(
           (relayed): LinkState => ({
             ...link,
@@ -77,29 +91,40 @@ export const layer = Layer.scoped(
           }),
         ),
         Effect.tap(() => Effect.logInfo("connected to router").pipe(Effect.annotateLogs({ router: link.peerId }))),
-        Effect.catchAll((error) => {
-          const failures = link.failures + 1
-          const backoff = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (failures - 1))
-          return Effect.as(
-            Effect.logWarning("router unreachable").pipe(
-              Effect.annotateLogs({ router: link.peerId, reason: error.message, retry_in_ms: backoff }),
-            ),
-            {
-              ...link,
-              connected: false,
-              lastError: Option.some(error.message),
-              lastAttemptAtMs: Option.some(now),
-              connectedSinceMs: Option.none(),
-              failures,
-              nextAttemptAtMs: now + backoff,
-            },
-          )
-        }),
+        Effect.catchAll((error) =>
+          Effect.gen(function* () {
+            const failures = link.failures + 1
+            const ceiling = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (failures - 1))
+            const backoff = Math.round(ceiling * (yield* Random.nextRange(1 - JITTER, 1)))
+            return yield* Effect.as(
+              Effect.logWarning("router unreachable").pipe(
+                Effect.annotateLogs({ router: link.peerId, reason: error.message, retry_in_ms: backoff }),
+              ),
+              {
+                ...link,
+                connected: false,
+                lastError: Option.some(error.message),
+                lastAttemptAtMs: Option.some(now),
+                connectedSinceMs: Option.none(),
+                failures,
+                nextAttemptAtMs: now + backoff,
+              },
+            )
+          }),
+        ),
       )
+
+    /** /info at once, unless it was just read. */
+    const resync = (now: number, minGapMs: number) =>
+      Effect.gen(function* () {
+        if (now - (yield* Ref.get(lastResync)) < minGapMs) return
+        yield* Ref.set(lastResync, now)
+        yield* membership.sync.pipe(Effect.catchAll((error) => Effect.logWarning("router list refresh failed", error)))
+      })
 
     const tick = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      const listed = yield* membership.routers
+      const listed = (yield* membership.routers).filter((address) => peerIdOf(address) !== host.peerId)
       const routers = new Set((yield* host.peers).filter((p) => p.role === ROUTER_ROLE).map((p) => p.peerId))
       const previous = yield* Ref.get(links)
       const current = listed.map((address): LinkState => {
@@ -122,15 +147,17 @@ export const layer = Layer.scoped(
         { concurrency: "unbounded" },
       )
       yield* Ref.set(links, new Map(settled.map((link) => [link.address, link])))
-      const up = routers.size > 0 || settled.some((link) => link.connected)
-      if (up !== (yield* SubscriptionRef.get(connected))) {
-        yield* SubscriptionRef.set(connected, up)
-        yield* Effect.logInfo(up ? "connected to the mesh" : "not connected to the mesh")
+      const nowUp = new Set([...routers, ...settled.filter((link) => link.connected).map((link) => link.peerId)])
+      const before = yield* Ref.getAndSet(up, nowUp)
+      const cameUp = [...nowUp].filter((peer) => !before.has(peer))
+      yield* PubSub.publishAll(ups, cameUp)
+      const anyUp = nowUp.size > 0
+      if (anyUp !== (yield* SubscriptionRef.get(connected))) {
+        yield* SubscriptionRef.set(connected, anyUp)
+        yield* Effect.logInfo(anyUp ? "connected to the mesh" : "not connected to the mesh")
       }
-      if (!up && now - (yield* Ref.get(lastResync)) >= RESYNC_EVERY_MS) {
-        yield* Ref.set(lastResync, now)
-        yield* membership.sync.pipe(Effect.catchAll((error) => Effect.logWarning("router list refresh failed", error)))
-      }
+      if (cameUp.length > 0) yield* Effect.forkScoped(resync(now, 1_000))
+      else if (!anyUp && listed.length > 0) yield* resync(now, RESYNC_EVERY_MS)
     })
 
     yield* tick.pipe(
@@ -151,6 +178,8 @@ export const layer = Layer.scoped(
         }))
       }),
       nextChange: connected.changes.pipe(Stream.drop(1), Stream.take(1), Stream.runDrain),
+      linkUps: Stream.fromPubSub(ups),
     })
-  }),
-)
+  })
+
+export const layer = (options: Options) => Layer.scoped(RouterLinks, make(options))
