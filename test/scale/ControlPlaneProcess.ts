@@ -39,10 +39,14 @@ export interface Options {
   readonly port?: number
   /** false: no `--db-dsn` flag, so the DSN comes from MESH_DB_DSN or `--db-dsn-path` as an operator gives it. */
   readonly dsnFlag?: boolean
+  /** The address to listen on and be reached at; default 127.0.0.1. */
+  readonly host?: string
+  /** A command the process runs under, e.g. `ip netns exec <ns>` to put it on another (simulated) host. */
+  readonly prefix?: ReadonlyArray<string>
 }
 
 export interface ControlPlaneProcess {
-  /** `http://127.0.0.1:<port>` */
+  /** `http://<host>:<port>` */
   readonly url: string
   readonly port: number
   readonly pid: number
@@ -75,7 +79,7 @@ const childEnv = (extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv =>
   }
 }
 
-const LISTENING = /Listening on http:\/\/127\.0\.0\.1:(\d+)/
+const LISTENING = /Listening on http:\/\/[0-9.]+:(\d+)/
 
 const readyz = (url: string) =>
   Effect.promise(() =>
@@ -92,7 +96,7 @@ export const start = (options: Options): Effect.Effect<ControlPlaneProcess, Erro
       "--issuer",
       ISSUER,
       "--bind-address",
-      `127.0.0.1:${options.port ?? 0}`,
+      `${options.host ?? "127.0.0.1"}:${options.port ?? 0}`,
       "--db-driver",
       options.database.driver,
       ...(options.dsnFlag === false ? [] : ["--db-dsn", Redacted.value(options.database.dsn)]),
@@ -109,7 +113,12 @@ export const start = (options: Options): Effect.Effect<ControlPlaneProcess, Erro
 
     const child = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const c = spawn(process.execPath, nodeArgs("mesh-control-plane", args), {
+        const [command = process.execPath, ...rest] = [
+          ...(options.prefix ?? []),
+          process.execPath,
+          ...nodeArgs("mesh-control-plane", args),
+        ]
+        const c = spawn(command, rest, {
           cwd: root,
           env: childEnv(options.env ?? {}),
           stdio: ["ignore", "pipe", "pipe"],
@@ -140,7 +149,7 @@ export const start = (options: Options): Effect.Effect<ControlPlaneProcess, Erro
       }
       return yield* Effect.fail(new Error(describe("control plane did not listen in time")))
     })
-    const url = `http://127.0.0.1:${port}`
+    const url = `http://${options.host ?? "127.0.0.1"}:${port}`
 
     const deadline = Date.now() + Duration.toMillis(START_TIMEOUT)
     while ((yield* readyz(url)) !== 200) {

@@ -27,6 +27,7 @@ export interface Options {
   readonly syncInterval?: string
   /** The address the control plane listens on and members reach it at; default 127.0.0.1. */
   readonly controlPlaneHost?: string
+  readonly controlPlanePrefix?: ReadonlyArray<string>
 }
 
 export interface Router {
@@ -42,7 +43,12 @@ export interface Router {
 
 export interface Node extends Local.Endpoint {
   readonly name: string
-  readonly process: MemberProcess.MemberProcess
+  /** What the running process (the latest, after a restart) wrote so far. */
+  readonly output: Effect.Effect<string>
+  /** Starts the process again on the same data folder (its identity and credential), after `stop`. */
+  readonly start: Effect.Effect<void>
+  /** SIGTERM, waits for the exit. */
+  readonly stop: Effect.Effect<void>
 }
 
 /** A token file the member enrolls with; usable again, so a member that lost its credential can enroll anew. */
@@ -60,9 +66,10 @@ export const controlPlane = (options: Options) =>
         "--auto-approve-enrollment",
         "--member-sync-interval",
         options.syncInterval ?? "10s",
-        ...(options.controlPlaneHost === undefined ? [] : ["--bind-address", `${options.controlPlaneHost}:0`]),
         ...(options.controlPlaneFlags ?? []),
       ],
+      ...(options.controlPlaneHost === undefined ? {} : { host: options.controlPlaneHost }),
+      ...(options.controlPlanePrefix === undefined ? {} : { prefix: options.controlPlanePrefix }),
     })
     const policy = yield* admin(cp, "POST", "/policies", OPEN_POLICY)
     if (policy.status !== 200) return yield* Effect.fail(new Error(`policy refused: ${policy.status}`))
@@ -89,7 +96,7 @@ export const router = (
     yield* tokenFile(cp, token, "mesh:role:router")
     const port = yield* Effect.promise(freePort)
     const metricsPort = yield* Effect.promise(freePort)
-    const metricsUrl = `http://127.0.0.1:${metricsPort}`
+    const metricsUrl = `http://${options.host ?? "127.0.0.1"}:${metricsPort}`
     const current = yield* Ref.make<{ scope: Scope.CloseableScope; process: MemberProcess.MemberProcess } | undefined>(
       undefined,
     )
@@ -105,7 +112,7 @@ export const router = (
       "--keys-sync-interval",
       options.syncInterval ?? "10s",
       "--metrics-addr",
-      `127.0.0.1:${metricsPort}`,
+      `${options.host ?? "127.0.0.1"}:${metricsPort}`,
       "--log-level",
       "info",
     ]
@@ -154,36 +161,49 @@ export const node = (
   options: NodeOptions = {},
 ): Effect.Effect<Node, unknown, Scope.Scope> =>
   Effect.gen(function* () {
+    const outer = yield* Effect.scope
     const data = join(folder, name)
     mkdirSync(data, { mode: 0o700 })
     writeFileSync(join(data, "mesh-node.yaml"), options.config ?? "labels: {}\n")
     const token = join(folder, `${name}-bootstrap-token`)
     yield* tokenFile(cp, token, "mesh:role:node")
-    const process = yield* MemberProcess.start(
-      "mesh-node",
-      [
-        "run",
-        "--control-plane",
-        cp.url,
-        "--data-dir",
-        data,
-        "--bootstrap-token-path",
-        token,
-        "--listen",
-        options.listen ?? "/ip4/127.0.0.1/tcp/0",
-        // The socket is the local API here: no TCP listener, so any number of nodes share a machine.
-        "--bind-addr",
-        "",
-        "--control-plane-sync-interval",
-        options.syncInterval ?? "10s",
-        "--log-level",
-        "info",
-        ...(options.extraArgs ?? []),
-      ],
-      {},
-      options.prefix,
+    const args = [
+      "run",
+      "--control-plane",
+      cp.url,
+      "--data-dir",
+      data,
+      "--bootstrap-token-path",
+      token,
+      "--listen",
+      options.listen ?? "/ip4/127.0.0.1/tcp/0",
+      // The socket is the local API here: no TCP listener, so any number of nodes share a machine.
+      "--bind-addr",
+      "",
+      "--control-plane-sync-interval",
+      options.syncInterval ?? "10s",
+      "--log-level",
+      "info",
+      ...(options.extraArgs ?? []),
+    ]
+    const current = yield* Ref.make<{ scope: Scope.CloseableScope; process: MemberProcess.MemberProcess } | undefined>(
+      undefined,
     )
-    return { name, process, socketPath: join(data, "mesh.sock") }
+    const stop = Effect.gen(function* () {
+      const running = yield* Ref.getAndSet(current, undefined)
+      if (running !== undefined) yield* Scope.close(running.scope, Exit.void)
+    })
+    const start = Effect.gen(function* () {
+      yield* stop
+      const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+      const process = yield* MemberProcess.start("mesh-node", args, {}, options.prefix).pipe(Scope.extend(scope))
+      yield* Ref.set(current, { scope, process })
+    })
+    yield* start
+    const output = Effect.flatMap(Ref.get(current), (running) =>
+      running === undefined ? Effect.succeed("") : running.process.output,
+    )
+    return { name, output, socketPath: join(data, "mesh.sock"), start, stop }
   })
 
 /** The node's peer id, once it is a member (its socket answers only once the node has started). */
@@ -197,7 +217,7 @@ export const peerIdOf = (node: Node, timeout: Duration.DurationInput = Duration.
   ).pipe(
     Effect.map((info) => info.peer_id as string),
     Effect.tapError(() =>
-      Effect.flatMap(node.process.output, (output) =>
+      Effect.flatMap(node.output, (output) =>
         Effect.logError(`node ${node.name} output (last 3000 chars):\n${output.slice(-3_000)}`),
       ),
     ),

@@ -78,11 +78,16 @@ const connectivity = memberOr(
             peer: yield* Either.match(PeerKey.canonicalPeerId(asked), {
               onLeft: () => Effect.succeed({ peer_id: asked.slice(0, 80), error: "not a peer id" }),
               onRight: (id) =>
-                Effect.map(host.peer(id), (known) => ({
-                  peer_id: id,
-                  connections: host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === id).length,
-                  authenticated: Option.isSome(known),
-                })),
+                Effect.map(host.peer(id), (known) => {
+                  const open = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === id)
+                  return {
+                    peer_id: id,
+                    connections: open.length,
+                    // How each connection runs: straight to the peer, or through a router's relay.
+                    paths: open.map((c) => (c.remoteAddr.toString().includes("/p2p-circuit") ? "relayed" : "direct")),
+                    authenticated: Option.isSome(known),
+                  }
+                }),
             }),
           }
     return {
