@@ -1,0 +1,13 @@
+/**
+ * V8 tuned for a long-running, mostly idle member (node or router): `--optimize-for-size` keeps the heap V8 commits
+ * close to what is live. Without it a member's resident memory is about three times its live heap (about 300 MiB idle,
+ * most of it heap grown while the modules load and never given back); with it about 120 MiB. `MESH_V8_FLAGS` replaces
+ * the default (empty: V8's own defaults). Loaded by the entry points right after the runtime check, before the modules
+ * whose loading grows the heap.
+ */
+import { setFlagsFromString } from "node:v8"
+
+export const DEFAULT_V8_FLAGS = "--optimize-for-size"
+
+const flags = process.env.MESH_V8_FLAGS ?? DEFAULT_V8_FLAGS
+if (flags.trim() !== "") setFlagsFromString(flags)
