@@ -20,6 +20,9 @@ import { Leases } from "../../services/routers/Leases.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
 import * as MeshEventsMemory from "./MeshEventsMemory.js"
 
+/** How soon a leased router that could not be reached is dialed again. */
+const RETRY = Duration.seconds(2)
+
 export const CONTROL_PLANE_ROLE = "mesh:role:control-plane"
 
 export const layer = Layer.scoped(
@@ -74,33 +77,47 @@ export const layer = Layer.scoped(
       return started
     })
 
-    /** Dials every leased router address we are not connected to. */
+    /** Dials every leased router we are not connected to: none leased, all linked, or some still missing. */
     const connect = Effect.gen(function* () {
       const live = yield* leases.live
-      if (live.length === 0) return false
+      if (live.length === 0) return "none" as const
       const mesh = yield* ensureHost
       const connected = new Set((yield* mesh.peers).map((p) => p.peerId))
+      let missing = 0
       for (const lease of live) {
         if (connected.has(lease.peerId)) continue
+        let reached = false
         for (const address of lease.addresses) {
-          const ok = yield* mesh.dial(address, { requireRole: ROUTER_ROLE }).pipe(
+          reached = yield* mesh.dial(address, { requireRole: ROUTER_ROLE }).pipe(
             Effect.as(true),
             Effect.catchAll((error) => Effect.as(Effect.logDebug("router not reachable", error.message), false)),
           )
-          if (ok) break
+          if (reached) break
         }
+        if (!reached) missing++
       }
-      return true
+      return missing === 0 ? ("linked" as const) : ("missing" as const)
     })
 
     const interval = Duration.max(config.meshReconnectInterval, Duration.seconds(1))
-    // Wakes on lease changes, and on the reconnect interval while there are routers to reach.
+    // Wakes on lease changes; on the reconnect interval while linked to every leased router, and when a link drops;
+    // every RETRY while a leased router is missing, so that one back from a restart carries events within seconds.
     const loop = Effect.gen(function* () {
       const version = yield* feed.version
-      const routers = yield* connect.pipe(
-        Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("could not reach routers", cause), true)),
+      const state = yield* connect.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning("could not reach routers", cause), "missing" as const),
+        ),
       )
-      yield* routers ? Effect.race(Effect.sleep(interval), feed.changedSince(version)) : feed.changedSince(version)
+      const mesh = yield* Ref.get(host)
+      const dropped = Option.match(mesh, { onNone: () => Effect.never, onSome: (m) => m.nextChange })
+      yield* state === "none"
+        ? feed.changedSince(version)
+        : Effect.raceAll([
+            Effect.sleep(state === "linked" ? interval : RETRY),
+            feed.changedSince(version),
+            state === "linked" ? dropped : Effect.never,
+          ])
     }).pipe(Effect.forever)
     yield* Effect.forkScoped(loop)
 
