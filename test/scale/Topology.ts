@@ -39,12 +39,16 @@ export interface Router {
   /** SIGTERM, waits for the exit. */
   readonly stop: Effect.Effect<void>
   readonly output: Effect.Effect<string>
+  /** The running process's id; -1 while stopped. */
+  readonly pid: Effect.Effect<number>
 }
 
 export interface Node extends Local.Endpoint {
   readonly name: string
   /** What the running process (the latest, after a restart) wrote so far. */
   readonly output: Effect.Effect<string>
+  /** The running process's id; -1 while stopped. */
+  readonly pid: Effect.Effect<number>
   /** Starts the process again on the same data folder (its identity and credential), after `stop`. */
   readonly start: Effect.Effect<void>
   /** SIGTERM, waits for the exit. */
@@ -140,7 +144,8 @@ export const router = (
       running === undefined ? Effect.succeed("") : running.process.output,
     )
     yield* start
-    return { name, port, metricsUrl, start, stop, output }
+    const pid = Effect.map(Ref.get(current), (running) => running?.process.pid ?? -1)
+    return { name, port, metricsUrl, start, stop, output, pid }
   })
 
 export interface NodeOptions {
@@ -203,7 +208,8 @@ export const node = (
     const output = Effect.flatMap(Ref.get(current), (running) =>
       running === undefined ? Effect.succeed("") : running.process.output,
     )
-    return { name, output, socketPath: join(data, "mesh.sock"), start, stop }
+    const pid = Effect.map(Ref.get(current), (running) => running?.process.pid ?? -1)
+    return { name, output, pid, socketPath: join(data, "mesh.sock"), start, stop }
   })
 
 /** The node's peer id, once it is a member (its socket answers only once the node has started). */

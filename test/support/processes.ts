@@ -6,13 +6,15 @@ const root = join(import.meta.dirname, "..", "..")
 
 export const binPath = (name: string): string => join(root, "src", "bin", `${name}.ts`)
 
-/** Node arguments that run a TypeScript entry point. */
-export const nodeArgs = (name: string, args: ReadonlyArray<string>): Array<string> => [
-  "--import",
-  "tsx",
-  binPath(name),
-  ...args,
-]
+/** The built program (`npm run build`), for measurements that must not count tsx's compiler in a process's weight. */
+export const builtPath = (name: string): string => join(root, "dist", "bin", `${name}.js`)
+
+/**
+ * Node arguments that run a program: its TypeScript entry point through tsx, or with MESH_RUN_BUILT=1 (the scale
+ * harness) the built one.
+ */
+export const nodeArgs = (name: string, args: ReadonlyArray<string>): Array<string> =>
+  process.env.MESH_RUN_BUILT === "1" ? [builtPath(name), ...args] : ["--import", "tsx", binPath(name), ...args]
 
 export interface Completed {
   readonly status: number | null

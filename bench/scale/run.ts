@@ -1,0 +1,317 @@
+/**
+ * `npm run scale [-- --nodes N] [-- --out file]`: a control plane, 2 routers and N nodes (default 24), each node a
+ * process of the built programs publishing one model service, measured as an operator would: time until all are
+ * members, discovery latency, recovery after router kills, ban propagation, calls per second across random pairs,
+ * idle weight per node and per router peer, and control-plane requests per node at rest. Prints a table and writes
+ * JSON. Not part of `npm test`: it takes minutes and the whole machine. Random choices use a fixed seed.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Duration, Effect } from "effect"
+import * as DemoInference from "../../src/demo/DemoInference.js"
+import * as Local from "../../test/scale/LocalApi.js"
+import { admin, poll } from "../../test/scale/Requests.js"
+import * as Topology from "../../test/scale/Topology.js"
+import * as Proc from "./proc.js"
+import { percentile, seeded } from "./stats.js"
+
+const args = process.argv.slice(2)
+const flag = (name: string) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] : undefined
+}
+const NODES = Number(flag("nodes") ?? 24)
+const OUT = flag("out") ?? join(import.meta.dirname, "..", "results", "scale.json")
+const SYNC = "10s"
+const KILLS = 5
+const BANS = 5
+const DISCOVERY_SAMPLES = 60
+const CALL_SECONDS = 10
+const CALL_CONCURRENCY = 8
+const IDLE_WINDOW = Duration.seconds(30)
+const CP_WINDOW = Duration.seconds(60)
+
+const random = seeded(24)
+const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)] as A
+const seconds = (ms: number) => Math.round(ms) / 1000
+
+const serviceName = (i: number) => `svc-${i}`
+
+/** Milliseconds until `check` holds, polling every 100 ms; Infinity past `limitMs`. */
+const timeUntil = (check: Effect.Effect<boolean>, limitMs: number) =>
+  Effect.gen(function* () {
+    const started = Date.now()
+    while (Date.now() - started < limitMs) {
+      if (yield* check) return Date.now() - started
+      yield* Effect.sleep(Duration.millis(100))
+    }
+    return Number.POSITIVE_INFINITY
+  })
+
+const cpRequests = (cp: { url: string }) =>
+  Effect.promise(() =>
+    fetch(`${cp.url}/metrics`)
+      .then((r) => r.text())
+      .then((text) =>
+        text
+          .split("\n")
+          .filter((line) => line.startsWith("mesh_control_plane_http_requests_total{"))
+          .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0),
+      ),
+  )
+
+const routerPeers = (router: Topology.Router) =>
+  Effect.promise(() =>
+    fetch(`${router.metricsUrl}/metrics`)
+      .then((r) => r.text())
+      .then((text) => Number(/^mesh_router_connected_peers(?:\{\})? (\d+)/m.exec(text)?.[1] ?? 0)),
+  )
+
+const program = Effect.gen(function* () {
+  const folder = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), "mesh-scale-"))),
+    (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true })),
+  )
+  const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
+  yield* log(`scale: control plane, 2 routers, ${NODES} nodes (built programs), sync every ${SYNC}`)
+  const cp = yield* Topology.controlPlane({ folder, syncInterval: SYNC })
+  const routers = yield* Effect.all(
+    [
+      Topology.router(cp, folder, "router-1", { syncInterval: SYNC }),
+      Topology.router(cp, folder, "router-2", { syncInterval: SYNC }),
+    ],
+    { concurrency: "unbounded" },
+  )
+  yield* Effect.sleep(Duration.seconds(5))
+  const routerBase = yield* Effect.forEach(routers, (r) => Effect.flatMap(r.pid, (pid) => Proc.rssMiB(pid)))
+  const backend = yield* DemoInference.make(0)
+
+  // 1. Until every node is a member.
+  const joinStarted = Date.now()
+  const nodes = yield* Effect.forEach(
+    Array.from({ length: NODES }, (_, i) => i),
+    (i) =>
+      Topology.node(cp, folder, `node-${i}`, {
+        syncInterval: SYNC,
+        config: `services:\n  - { name: ${serviceName(i)}, type: inference, target_url: '${backend}' }\n`,
+      }),
+    { concurrency: "unbounded" },
+  )
+  const ids = yield* Effect.forEach(nodes, (node) => Topology.peerIdOf(node, Duration.minutes(5)), {
+    concurrency: "unbounded",
+  })
+  const allMembersMs = Date.now() - joinStarted
+  yield* log(`all ${NODES} members after ${seconds(allMembersMs)} s`)
+  // Every service discoverable before measuring: the mesh has settled.
+  yield* Effect.forEach(
+    nodes,
+    (_, i) =>
+      poll(
+        // Discovery leaves a node's own services out: each service is looked up from the next node.
+        Topology.discover(nodes[(i + 1) % NODES] as Topology.Node, "inference", serviceName(i)),
+        (p) => p.includes(ids[i] ?? ""),
+        {
+          what: `${serviceName(i)} discoverable`,
+          timeout: Duration.minutes(3),
+          interval: Duration.millis(500),
+        },
+      ),
+    { concurrency: 4 },
+  )
+  const settledMs = Date.now() - joinStarted
+
+  // 2. Discovery latency: a random service from a random node, one at a time.
+  const discoveries: Array<number> = []
+  for (let n = 0; n < DISCOVERY_SAMPLES; n++) {
+    const from = Math.floor(random() * NODES)
+    let to = Math.floor(random() * NODES)
+    if (to === from) to = (to + 1) % NODES
+    const started = performance.now()
+    const found = yield* Topology.discover(nodes[from] as Topology.Node, "inference", serviceName(to), "5s")
+    discoveries.push(found.includes(ids[to] ?? "") ? performance.now() - started : Number.POSITIVE_INFINITY)
+  }
+  yield* log(`discovery p50 ${percentile(discoveries, 50).toFixed(1)} ms`)
+
+  // 3. Idle weight, before anything else disturbs the mesh.
+  yield* Effect.sleep(Duration.seconds(10))
+  const nodePids = yield* Effect.forEach(nodes, (node) => node.pid)
+  const routerPids = yield* Effect.forEach(routers, (router) => router.pid)
+  const cpuBefore = yield* Effect.forEach([...nodePids, ...routerPids], Proc.cpuSeconds)
+  const cpBefore = yield* cpRequests(cp)
+  yield* Effect.sleep(IDLE_WINDOW)
+  const cpuAfter = yield* Effect.forEach([...nodePids, ...routerPids], Proc.cpuSeconds)
+  yield* Effect.sleep(Duration.subtract(CP_WINDOW, IDLE_WINDOW))
+  const cpAfter = yield* cpRequests(cp)
+  const cpuPercent = cpuAfter.map((after, i) => ((after - (cpuBefore[i] ?? 0)) / Duration.toSeconds(IDLE_WINDOW)) * 100)
+  const nodeRss = yield* Effect.forEach(nodePids, Proc.rssMiB)
+  const routerRss = yield* Effect.forEach(routerPids, Proc.rssMiB)
+  const peers = yield* Effect.forEach(routers, routerPeers)
+  const perPeer = routerRss.map((rss, i) => (rss - (routerBase[i] ?? 0)) / Math.max(1, peers[i] ?? 0))
+  const cpPerNodeMinute = (cpAfter - cpBefore) / (NODES + routers.length) / (Duration.toSeconds(CP_WINDOW) / 60)
+
+  // 4. Calls per second across random pairs, through the proxy.
+  let calls = 0
+  let failedCalls = 0
+  const until = Date.now() + CALL_SECONDS * 1000
+  yield* Effect.all(
+    Array.from({ length: CALL_CONCURRENCY }, () =>
+      Effect.gen(function* () {
+        while (Date.now() < until) {
+          const from = Math.floor(random() * NODES)
+          let to = Math.floor(random() * NODES)
+          if (to === from) to = (to + 1) % NODES
+          const answer = yield* Local.request(
+            nodes[from] as Topology.Node,
+            `/mesh/${ids[to]}/inference/${serviceName(to)}/v1/models`,
+          ).pipe(Effect.orElseSucceed(() => ({ status: 0, body: "" })))
+          if (answer.status === 200) calls++
+          else failedCalls++
+        }
+      }),
+    ),
+    { concurrency: "unbounded" },
+  )
+  const callsPerSecond = calls / CALL_SECONDS
+
+  // 5. Router kills: one router killed, every service discoverable again (from a random node each), router back.
+  const recoveries: Array<number> = []
+  for (let k = 0; k < KILLS; k++) {
+    const router = routers[k % routers.length] as Topology.Router
+    yield* router.stop
+    const times = yield* Effect.forEach(
+      nodes,
+      (_, i) =>
+        timeUntil(
+          Effect.map(Topology.discover(pick(nodes.filter((_, j) => j !== i)), "inference", serviceName(i)), (p) =>
+            p.includes(ids[i] ?? ""),
+          ),
+          30_000,
+        ),
+      { concurrency: 8 },
+    )
+    recoveries.push(Math.max(...times))
+    yield* router.start
+    yield* poll(routerPeers(router), (n) => n >= NODES, {
+      what: `${router.name} sees every node again`,
+      timeout: Duration.minutes(2),
+      interval: Duration.millis(250),
+    })
+  }
+  yield* log(`router kills: ${recoveries.map((ms) => seconds(ms)).join(", ")} s`)
+
+  // 6. Bans: a random node banned; time until every other node refuses it; then unbanned and back.
+  const bans: Array<number> = []
+  for (let b = 0; b < BANS; b++) {
+    const victim = 1 + Math.floor(random() * (NODES - 1))
+    const id = ids[victim] ?? ""
+    const started = Date.now()
+    yield* admin(cp, "POST", "/admin/revoke", { peer_id: id })
+    const answeredMs = Date.now() - started
+    // A node that knows of the ban refuses a proxied call to the banned peer, naming the ban.
+    const refusals = yield* Effect.forEach(
+      nodes.filter((_, i) => i !== victim),
+      (node) =>
+        timeUntil(
+          Effect.map(Local.request(node, `/mesh/${id}/inference/${serviceName(victim)}/v1/models`), (answer) =>
+            answer.body.includes("banned"),
+          ).pipe(Effect.orElseSucceed(() => false)),
+          60_000,
+        ),
+      { concurrency: "unbounded" },
+    )
+    bans.push(...refusals.map((ms) => ms + answeredMs))
+    yield* admin(cp, "POST", `/admin/nodes/${id}/unban`)
+    yield* poll(
+      Local.json<{ connected?: boolean }>(nodes[victim] as Topology.Node, "/debug/connectivity").pipe(
+        Effect.orElseSucceed(() => ({}) as { connected?: boolean }),
+      ),
+      (info) => info.connected === true,
+      { what: "the unbanned node is back", timeout: Duration.minutes(2), interval: Duration.millis(500) },
+    )
+  }
+
+  const rows: Array<readonly [string, string, string]> = [
+    ["nodes / routers", `${NODES} / ${routers.length}`, ""],
+    ["all members", `${seconds(allMembersMs)} s`, "≤ 60 s"],
+    ["every service discoverable", `${seconds(settledMs)} s`, ""],
+    [
+      "discovery, random service from random node",
+      `p50 ${percentile(discoveries, 50).toFixed(0)} ms, p99 ${percentile(discoveries, 99).toFixed(0)} ms`,
+      "p99 ≤ 1 s",
+    ],
+    [
+      `router kill → every service discoverable (${KILLS} kills)`,
+      `p50 ${seconds(percentile(recoveries, 50))} s, p99 ${seconds(percentile(recoveries, 99))} s`,
+      "p99 ≤ 10 s",
+    ],
+    [
+      `ban → refused by every node (${BANS} bans)`,
+      `p50 ${seconds(percentile(bans, 50))} s, p99 ${seconds(percentile(bans, 99))} s`,
+      "p99 ≤ 5 s",
+    ],
+    ["calls/s across random pairs (proxy)", `${callsPerSecond.toFixed(0)} (${failedCalls} failed)`, ""],
+    [
+      "idle node RSS",
+      `p50 ${percentile(nodeRss, 50).toFixed(0)} MiB, max ${Math.max(...nodeRss).toFixed(0)} MiB`,
+      "≤ 120 MiB",
+    ],
+    [
+      "idle node CPU",
+      `p50 ${percentile(cpuPercent.slice(0, NODES), 50).toFixed(2)} %, max ${Math.max(...cpuPercent.slice(0, NODES)).toFixed(2)} %`,
+      "",
+    ],
+    ["router RSS idle base", routerBase.map((m) => `${m.toFixed(0)} MiB`).join(", "), ""],
+    ["router RSS with peers", routerRss.map((m, i) => `${m.toFixed(0)} MiB (${peers[i]} peers)`).join(", "), ""],
+    ["router RSS per peer beyond base", perPeer.map((m) => `${m.toFixed(2)} MiB`).join(", "), "≤ 2 MiB"],
+    [
+      "router CPU idle",
+      cpuPercent
+        .slice(NODES)
+        .map((c) => `${c.toFixed(2)} %`)
+        .join(", "),
+      "",
+    ],
+    ["control-plane requests per member per minute at rest", cpPerNodeMinute.toFixed(2), ""],
+  ]
+  const width = Math.max(...rows.map((r) => r[0].length))
+  yield* log(
+    `\n${rows.map(([what, value, goal]) => `${what.padEnd(width)}  ${value}${goal ? `  (goal ${goal})` : ""}`).join("\n")}`,
+  )
+  writeFileSync(
+    OUT,
+    `${JSON.stringify(
+      {
+        nodes: NODES,
+        routers: routers.length,
+        syncInterval: SYNC,
+        allMembersMs,
+        settledMs,
+        discoveryMs: { p50: percentile(discoveries, 50), p99: percentile(discoveries, 99) },
+        routerKillRecoveryMs: { p50: percentile(recoveries, 50), p99: percentile(recoveries, 99), all: recoveries },
+        banMs: { p50: percentile(bans, 50), p99: percentile(bans, 99) },
+        callsPerSecond,
+        failedCalls,
+        nodeRssMiB: { p50: percentile(nodeRss, 50), max: Math.max(...nodeRss) },
+        nodeCpuPercent: { p50: percentile(cpuPercent.slice(0, NODES), 50) },
+        routerBaseRssMiB: routerBase,
+        routerRssMiB: routerRss,
+        routerPeers: peers,
+        routerRssPerPeerMiB: perPeer,
+        controlPlaneRequestsPerMemberMinute: cpPerNodeMinute,
+      },
+      null,
+      2,
+    )}\n`,
+  )
+  yield* log(`\nwritten to ${OUT}`)
+})
+
+process.env.MESH_RUN_BUILT = "1"
+Effect.runPromise(Effect.scoped(program)).then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`scale run failed: ${String(error)}\n`)
+    process.exit(1)
+  },
+)
