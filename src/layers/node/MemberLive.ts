@@ -24,6 +24,7 @@ import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
+import * as ToolSearchLive from "../toolsearch/ToolSearchLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
 import * as RouterLinksLive from "./RouterLinksLive.js"
@@ -53,8 +54,8 @@ const services = Layer.mergeAll(
   PeerIngressLive.layer,
 ).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
 
-/** The MCP server for local agents, and its sessions with peers' MCP services. */
-const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(PeerMcpLive.layer))
+/** The MCP server for local agents, its sessions with peers' MCP services and the index of their tools. */
+const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(Layer.merge(PeerMcpLive.layer, ToolSearchLive.layer)))
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
   Layer.mergeAll(
