@@ -20,6 +20,8 @@ const DHT_TIMEOUT = Duration.seconds(2)
 const CATALOG_TIMEOUT = Duration.seconds(3)
 const LIST_TIMEOUT = Duration.seconds(3)
 const CONCURRENCY = 8
+/** Providers of one service kept per round, the least loaded first: each is asked for its tools every round. */
+export const MAX_PROVIDERS = 16
 /** Federated tools listed at most; past that, the rest (by name) are left out. */
 export const MAX_TOOLS = 512
 
@@ -78,7 +80,10 @@ const providersOf = (service: string, previous: ReadonlyArray<FederatedTool>) =>
         ),
       { concurrency: CONCURRENCY, discard: true },
     )
-    return [...confirmed].map(([peerId, labels]) => ({ peerId, labels, load: load.get(peerId) ?? 0 }))
+    return [...confirmed]
+      .map(([peerId, labels]): Provider => ({ peerId, labels, load: load.get(peerId) ?? 0 }))
+      .sort((a, b) => a.load - b.load || (a.peerId < b.peerId ? -1 : 1))
+      .slice(0, MAX_PROVIDERS)
   })
 
 /** One provider's tools the rules ask for; none when it cannot be asked. */
