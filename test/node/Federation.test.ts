@@ -47,6 +47,14 @@ class Mesh extends Context.Tag("test/FederationMesh")<
     readonly cId: string
     /** Stops a node for good, as if its process ended. */
     readonly stop: (which: "b" | "c") => Effect.Effect<void>
+    /** Starts another node with this file (in this data folder: the same peer again) until `scope` closes. */
+    readonly start: (
+      file: NodeFile.NodeFile,
+      scope: Scope.Scope,
+      dataDir?: string,
+    ) => Effect.Effect<NodeHarness.NodeHarness, unknown>
+    /** A demo backend that answers as `d`. */
+    readonly onD: Backends.Backend
   }
 >() {}
 
@@ -56,6 +64,7 @@ const MeshLive = Layer.scoped(
     const onB = yield* Backends.demoMcp("b")
     const onC = yield* Backends.demoMcp("c")
     const hidden = yield* Backends.demoMcp("hidden")
+    const onD = yield* Backends.demoMcp("d")
     const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
     yield* setPolicy(cp, POLICY)
     yield* RouterHarness.make(cp)
@@ -82,6 +91,12 @@ const MeshLive = Layer.scoped(
       bId: yield* b.peerId,
       cId: yield* c.peerId,
       stop: (which) => Scope.close(scopes[which], Exit.void),
+      start: (file, scope, dataDir) =>
+        NodeHarness.make(cp, { file, ...(dataDir === undefined ? {} : { overrides: { dataDir } }) }).pipe(
+          Effect.tap((node) => node.connected),
+          Scope.extend(scope),
+        ),
+      onD,
     }
   }),
 )
@@ -211,6 +226,32 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("fe
         expect(after.filter((n) => n.includes("__"))).toEqual([])
         const gone = yield* call(client, "demo__echo", { text: "x" })
         expect(gone.isError).toBe(true)
+      }),
+  )
+
+  it.scoped(
+    "D stops publishing demo and comes back without it: A drops the tools and says list_changed within the interval",
+    () =>
+      Effect.gen(function* () {
+        const { a, start, onD } = yield* Mesh
+        const { client, changed } = yield* agent(a)
+        const withDemo = yield* Scope.make()
+        const d = yield* start(
+          { labels: {}, egress: { require_labels: {} }, services: [http("demo", `${onD.url}/mcp`)] },
+          withDemo,
+        )
+        yield* eventually(30, names(client), (all) => DEMO.every((n) => all.includes(n)))
+        expect(textOf(yield* call(client, "demo__echo", { text: "x" }))).toBe("d:x")
+
+        // The same peer again, up and reachable, its DHT record for demo still about, but demo no longer published.
+        const before = yield* Ref.get(changed)
+        yield* Scope.close(withDemo, Exit.void)
+        yield* start({ labels: {}, egress: { require_labels: {} }, services: [] }, yield* Effect.scope, d.dataDir)
+        yield* eventually(ANNOUNCE_INTERVAL_S, Ref.get(changed), (n) => n > before)
+        expect((yield* names(client)).filter((n) => n.includes("__"))).toEqual([])
+        // And it stays out while the peer stays up.
+        yield* Effect.sleep(Duration.seconds(4))
+        expect((yield* names(client)).filter((n) => n.includes("__"))).toEqual([])
       }),
   )
 })
