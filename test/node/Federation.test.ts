@@ -212,6 +212,13 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("fe
           expect(result.isError, textOf(result)).not.toBe(true)
           expect(textOf(result)).toBe(`c:after ${i}`)
         }
+        // Search by intent still answers with B gone (its DHT record lingers; asking it fails): C's tools, ranked.
+        const found = yield* call(client, "find_remote_tools", { intent: "echo my text back", limit: 1 })
+        expect(found.isError).not.toBe(true)
+        const rows = (found.structuredContent as { tools: ReadonlyArray<Record<string, unknown>> }).tools
+        expect(rows[0]).toMatchObject({ peer_id: cId, tool_name: "mcp://demo/echo", score: expect.any(Number) })
+        expect(rows.filter((row) => row.error === undefined)).toHaveLength(1)
+
         // A's next round drops B: the tools are listed as C lists them.
         const described = Effect.map(
           Effect.promise(() => client.listTools()),
