@@ -4,6 +4,8 @@
  * called by the MCP SDK client straight to the backend; and a bare stream open + 1 KiB echo between A and B. All
  * three run interleaved, one by one, over established sessions and connections (A and B talk over one direct
  * connection, as after discovery). Both nodes share this process, so figures are a floor for two machines.
+ * A also federates the service: the same echo called by its federated name (`bench__echo`) on A's `/mcp`, in the
+ * same interleaved run, against `call_remote_tool`.
  */
 import { performance } from "node:perf_hooks"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -40,7 +42,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
   const scope = Effect.runSync(Scope.make())
   try {
     const service = { name: "bench", type: "mcp" as const, description: "", target_url: `${backendUrl}/mcp`, env: {} }
-    const mesh = await TwoNodes.make(scope, { b: [service] })
+    const mesh = await TwoNodes.make(scope, { b: [service], federateOnA: ["mcp://bench"] })
     const agent = await client(`${mesh.a.url}/mcp`, { "x-mesh-authentication": `Bearer ${mesh.a.apiToken}` })
     const straight = await client(`${backendUrl}/mcp`)
 
@@ -51,18 +53,35 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       })) as CallToolResult
       return result.isError !== true && textOf(result) === TEXT
     }
+    const federated = async () => {
+      const result = (await agent.callTool({ name: "bench__echo", arguments: { text: TEXT } })) as CallToolResult
+      return result.isError !== true && textOf(result) === TEXT
+    }
+    // Federation lists the tool after its first round.
+    const listedBy = Date.now() + 30_000
+    while (!(await agent.listTools()).tools.some((t) => t.name === "bench__echo")) {
+      if (Date.now() > listedBy) throw new Error("A did not federate bench/echo within 30 s")
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
     const direct = async () => {
       const result = (await straight.callTool({ name: "echo", arguments: { text: TEXT } })) as CallToolResult
       return textOf(result) === TEXT
     }
     for (let i = 0; i < WARMUP; i++) {
       await timed(viaMesh)
+      await timed(federated)
       await timed(direct)
       await TwoNodes.echo(mesh)
     }
-    const samples = { mesh: [] as Array<number>, direct: [] as Array<number>, stream: [] as Array<number> }
+    const samples = {
+      mesh: [] as Array<number>,
+      federated: [] as Array<number>,
+      direct: [] as Array<number>,
+      stream: [] as Array<number>,
+    }
     for (let i = 0; i < SAMPLES; i++) {
       samples.mesh.push(await timed(viaMesh))
+      samples.federated.push(await timed(federated))
       samples.direct.push(await timed(direct))
       samples.stream.push(await TwoNodes.echo(mesh))
     }
@@ -70,7 +89,12 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
     await agent.close()
     await straight.close()
 
-    const p50 = { mesh: TwoNodes.percentile(samples.mesh, 0.5), direct: TwoNodes.percentile(samples.direct, 0.5) }
+    const p50 = {
+      mesh: TwoNodes.percentile(samples.mesh, 0.5),
+      federated: TwoNodes.percentile(samples.federated, 0.5),
+      direct: TwoNodes.percentile(samples.direct, 0.5),
+    }
+    const federatedRatio = p50.federated / p50.mesh
     const stream50 = TwoNodes.percentile(samples.stream, 0.5)
     const overhead = p50.mesh - p50.direct
     return [
@@ -84,6 +108,17 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         goal: `<= ${goals.mcp.overheadOverStream.toFixed(2)}`,
         met: overhead / stream50 <= goals.mcp.overheadOverStream,
         notes: `${SAMPLES} of each, interleaved; call_remote_tool through A ${TwoNodes.ms(samples.mesh)}; SDK client straight to the backend ${TwoNodes.ms(samples.direct)}; bare stream ${TwoNodes.ms(samples.stream)}`,
+      },
+      {
+        name: "MCP federated tools/call over call_remote_tool, echo tool (p50 / p50)",
+        figure: p50.federated,
+        unit: "ms",
+        baselineName: "call_remote_tool p50",
+        baseline: p50.mesh,
+        ratio: federatedRatio,
+        goal: `<= ${goals.federation.overCallRemoteTool.toFixed(2)}`,
+        met: federatedRatio <= goals.federation.overCallRemoteTool,
+        notes: `${SAMPLES} of each, interleaved in the run above; bench__echo on A's /mcp ${TwoNodes.ms(samples.federated)}`,
       },
     ]
   } finally {

@@ -27,4 +27,11 @@ export const goals = {
    * backend (p50 − p50), over one bare stream open + 1 KiB echo between the same hosts.
    */
   mcp: { overheadOverStream: 2 },
+  /**
+   * A federated tool (the peer's tool called by its own name on the node's `/mcp`) over the same call through
+   * `call_remote_tool`, p50 over p50: federation adds no cost.
+   */
+  federation: { overCallRemoteTool: 1.05 },
+  /** Search by intent: the share of the corpus's intents whose expected tool is among the first five. */
+  toolSearch: { recallAt5: 0.8 },
 } as const

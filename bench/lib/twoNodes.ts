@@ -57,12 +57,22 @@ const directConnection = (from: MeshHostService, to: string): Connection => {
   return found
 }
 
-const file = (services: ReadonlyArray<ServiceSpec>) => ({ labels: {}, egress: { require_labels: {} }, services })
+const file = (services: ReadonlyArray<ServiceSpec>, federate?: ReadonlyArray<string>) => ({
+  labels: {},
+  egress: { require_labels: {} },
+  services,
+  ...(federate === undefined ? {} : { federate }),
+})
 
 /** The mesh, living as long as `scope`, with A and B publishing the services given. */
 export const make = async (
   scope: Scope.Scope,
-  services: { readonly a?: ReadonlyArray<ServiceSpec>; readonly b?: ReadonlyArray<ServiceSpec> },
+  services: {
+    readonly a?: ReadonlyArray<ServiceSpec>
+    readonly b?: ReadonlyArray<ServiceSpec>
+    /** What A federates (`federate:` patterns). */
+    readonly federateOnA?: ReadonlyArray<string>
+  },
 ): Promise<TwoNodes> => {
   const mesh = await quietly(
     Effect.gen(function* () {
@@ -70,7 +80,12 @@ export const make = async (
       const policy = yield* MeshClient.json(cp.url, "POST", "/policies", cp.adminToken, POLICY)
       if (policy.status !== 200) return yield* Effect.dieMessage(`policy refused: ${policy.status}`)
       yield* RouterHarness.make(cp)
-      const a = yield* NodeHarness.make(cp, services.a === undefined ? {} : { file: file(services.a) })
+      const a = yield* NodeHarness.make(
+        cp,
+        services.a === undefined && services.federateOnA === undefined
+          ? {}
+          : { file: file(services.a ?? [], services.federateOnA) },
+      )
       const b = yield* NodeHarness.make(cp, services.b === undefined ? {} : { file: file(services.b) })
       yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
       const hostA = yield* memberHost(a)

@@ -79,6 +79,29 @@ const ServiceEntry = Schema.Struct({
   }),
 )
 
+/** `mcp://<service>` or `mcp://<service>/<tool>`: remote tools this node's `/mcp` lists as its own. */
+const FederatePattern = Schema.String.pipe(
+  Schema.filter((text) => {
+    const rest = text.startsWith("mcp://") ? text.slice("mcp://".length) : undefined
+    const slash = rest?.indexOf("/") ?? -1
+    const service = rest === undefined ? "" : slash === -1 ? rest : rest.slice(0, slash)
+    const tool = rest === undefined || slash === -1 ? undefined : rest.slice(slash + 1)
+    return (
+      (SERVICE_NAME.test(service) && (tool === undefined || (tool.length > 0 && tool.length <= 256))) ||
+      "must be mcp://<service> or mcp://<service>/<tool>"
+    )
+  }),
+)
+
+const FederateEntry = Schema.Union(
+  FederatePattern,
+  Schema.Struct({
+    tools: FederatePattern,
+    /** Only peers whose credential attests every pair. */
+    peer_labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
+  }),
+)
+
 export const NodeFileSchema = Schema.Struct({
   labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
   egress: Schema.optionalWith(
@@ -86,6 +109,8 @@ export const NodeFileSchema = Schema.Struct({
     { default: () => ({ require_labels: {} }) },
   ),
   services: Schema.optionalWith(Schema.Array(ServiceEntry), { default: () => [] }),
+  /** Remote MCP tools listed on this node's `/mcp` beside its own (none unless asked: federation is opt-in). */
+  federate: Schema.optional(Schema.Array(FederateEntry)),
   /** The most bytes read from a peer per response; the `--max-response-bytes` flag overrides it. */
   max_response_bytes: Schema.optional(
     Schema.Number.annotations({ message: () => RESPONSE_BYTES_MESSAGE }).pipe(

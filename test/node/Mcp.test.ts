@@ -130,6 +130,7 @@ interface ToolRow {
   readonly description?: string
   readonly labels?: Record<string, string>
   readonly error?: string
+  readonly score?: number
 }
 
 const rowsOf = (result: CallToolResult) => (result.structuredContent as { tools: ReadonlyArray<ToolRow> }).tools
@@ -293,7 +294,15 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
           },
         ])
 
-        const onPeer = rowsOf(yield* call(client, "find_remote_tools", { peer_id: bId, intent: "anything" }))
+        // An intent ranks what the search listed: the best first, with a score; the refused service still a row.
+        const ranked = rowsOf(
+          yield* call(client, "find_remote_tools", { peer_id: bId, intent: "say how long my text is", limit: 2 }),
+        )
+        expect(ranked[0]).toMatchObject({ tool_name: "mcp://tools/echo", score: expect.any(Number) })
+        expect(ranked.filter((r) => r.error === undefined)).toHaveLength(2)
+        expect(ranked.find((r) => r.tool_name === "mcp://hidden")?.error).toContain("allowed_services")
+
+        const onPeer = rowsOf(yield* call(client, "find_remote_tools", { peer_id: bId }))
         expect(onPeer.filter((r) => r.tool_name?.startsWith("mcp://tools/")).map((r) => r.tool_name)).toEqual([
           "mcp://tools/echo",
           "mcp://tools/fail",

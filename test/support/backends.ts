@@ -71,6 +71,46 @@ export const mcp = (tools: ReadonlyArray<string>, port?: number) =>
     void server.connect(transport).then(() => transport.handleRequest(req, res))
   }, port)
 
+/**
+ * A `demo`-like MCP server that says who answered: `echo` returns `<who>:<text>`, `count` reports progress for each
+ * of its `steps` (when the caller asked for progress) and returns `<who>:counted <steps>`. Served at `/mcp`.
+ */
+export const demoMcp = (who: string, port?: number) =>
+  listen((req, res) => {
+    if (!(req.url ?? "").startsWith("/mcp")) return notFound(res)
+    const server = new McpServer({ name: `demo-${who}`, version: "1.0.0" })
+    server.registerTool(
+      "echo",
+      { description: "Echoes its text, prefixed by who answered", inputSchema: { text: z.string() } },
+      (args) => ({ content: [{ type: "text", text: `${who}:${args.text}` }] }),
+    )
+    server.registerTool(
+      "count",
+      {
+        description: "Counts up to steps, reporting progress at each step",
+        inputSchema: { steps: z.number().int().min(1).max(10) },
+      },
+      async (args, extra) => {
+        const token = extra._meta?.progressToken
+        for (let step = 1; step <= args.steps; step++) {
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken: token, progress: step, total: args.steps, message: `step ${step}` },
+            })
+          }
+        }
+        return { content: [{ type: "text", text: `${who}:counted ${args.steps}` }] }
+      },
+    )
+    const transport = new StreamableHTTPServerTransport({})
+    res.on("close", () => {
+      void transport.close()
+      void server.close()
+    })
+    void server.connect(transport).then(() => transport.handleRequest(req, res))
+  }, port)
+
 /** An OpenAI-compatible backend that lists `models` at `/v1/models`. */
 export const inference = (models: ReadonlyArray<string>, port?: number) =>
   listen((req, res) => {

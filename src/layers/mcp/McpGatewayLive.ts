@@ -5,14 +5,16 @@
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { Clock, Duration, Effect, Layer, Option, Ref, Runtime, Schedule } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Ref, Runtime, Schedule, Stream } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as TraceContext from "../../http/TraceContext.js"
+import { Federation } from "../../services/federation/Federation.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import * as Instructions from "./Instructions.js"
 import * as Tool from "./Tool.js"
+import * as ToolHandlers from "./ToolHandlers.js"
 import * as CallTool from "./tools/CallTool.js"
 import * as DescribeTool from "./tools/DescribeTool.js"
 import * as DiscoverServices from "./tools/DiscoverServices.js"
@@ -24,7 +26,7 @@ const IDLE_LIMIT = Duration.minutes(30)
 const MAX_SESSIONS = 256
 
 interface Session {
-  readonly server: McpServer
+  readonly server: Server
   readonly transport: StreamableHTTPServerTransport
   readonly lastUsedMs: number
 }
@@ -61,7 +63,9 @@ export const layer = Layer.scoped(
       DescribeTool.tool,
       CallTool.tool,
     ]
-    const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools>>()
+    const definitions = tools.map(Tool.definition)
+    const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools> | Federation>()
+    const federation = yield* Federation
 
     const close = (id: string) =>
       Effect.flatMap(
@@ -84,11 +88,12 @@ export const layer = Layer.scoped(
       )
 
     const open = Effect.gen(function* () {
-      const server = new McpServer(
+      const server = new Server(
         { name: "mesh-node", version: pkg.version },
-        { instructions: Instructions.text, capabilities: { tools: {} } },
+        { instructions: Instructions.text, capabilities: { tools: { listChanged: true } } },
       )
-      Tool.register(server, toolRuntime, tools)
+      // The caller as federation's scope hook sees it: nobody in particular until agents have scopes.
+      ToolHandlers.install(server, toolRuntime, tools, definitions, {})
       const run = Runtime.runFork(runtime)
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
@@ -140,6 +145,19 @@ export const layer = Layer.scoped(
       yield* Effect.forEach(idle, ([id]) => close(id), { discard: true })
     })
     yield* sweep.pipe(Effect.repeat(Schedule.spaced(Duration.minutes(1))), Effect.forkScoped)
+    // The federated tools changed: every open session hears of it (over its standalone stream, if it opened one).
+    yield* federation.changes.pipe(
+      Stream.runForEach(() =>
+        Effect.flatMap(Ref.get(sessions), (map) =>
+          Effect.forEach(
+            [...map.values()],
+            (session) => Effect.promise(() => session.server.sendToolListChanged().catch(() => undefined)),
+            { discard: true },
+          ),
+        ),
+      ),
+      Effect.forkScoped,
+    )
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(Ref.get(sessions), (map) => Effect.forEach([...map.keys()], close, { discard: true })),
     )

@@ -14,7 +14,12 @@ import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Run
 import pkg from "../../../package.json" with { type: "json" }
 import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
-import { PeerMcp, type PeerMcpError, PeerMcpError as PeerMcpErrorClass } from "../../services/mcp/PeerMcp.js"
+import {
+  PeerMcp,
+  type PeerMcpError,
+  PeerMcpError as PeerMcpErrorClass,
+  type Progress,
+} from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 
 export const IDLE = Duration.minutes(5)
@@ -310,7 +315,13 @@ export const layer = Layer.scoped(
         }),
       )
 
-    const callTool = (peerId: string, service: string, tool: string, args: Readonly<Record<string, unknown>>) =>
+    const callTool = (
+      peerId: string,
+      service: string,
+      tool: string,
+      args: Readonly<Record<string, unknown>>,
+      onProgress?: (progress: Progress) => void,
+    ) =>
       use(peerId, service, ({ client }, signal) =>
         // A plain request: the result goes back as the server sent it, without the client's own checks of it.
         client.request({ method: "tools/call", params: { name: tool, arguments: { ...args } } }, CallToolResultSchema, {
@@ -318,6 +329,17 @@ export const layer = Layer.scoped(
           timeout: CALL_TIMEOUT_MS,
           resetTimeoutOnProgress: true,
           maxTotalTimeout: MAX_CALL_MS,
+          // The SDK asks for progress (a token of its own) only when there is someone to hand it to.
+          ...(onProgress === undefined
+            ? {}
+            : {
+                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) =>
+                  onProgress({
+                    progress: p.progress,
+                    ...(p.total === undefined ? {} : { total: p.total }),
+                    ...(p.message === undefined ? {} : { message: p.message }),
+                  }),
+              }),
         }),
       )
 

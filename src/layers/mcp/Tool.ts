@@ -1,19 +1,31 @@
 /**
- * A tool of the node's MCP server: its name, schemas (zod, as the SDK takes them) and an Effect that computes the
- * result. Results carry structured content plus the same as JSON text, for clients that read only text. A call the
- * client cancels is interrupted.
+ * A tool of the node's MCP server: its name, schemas (zod) and an Effect that computes the result. Results carry
+ * structured content plus the same as JSON text, for clients that read only text. A call the client cancels is
+ * interrupted. The node serves its tools itself on the SDK's low-level server (ToolHandlers), beside the federated
+ * ones, so `definition` and `invoke` do what the SDK's McpServer would.
  */
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js"
+import { getParseErrorMessage } from "@modelcontextprotocol/sdk/server/zod-compat.js"
+import { toJsonSchemaCompat } from "@modelcontextprotocol/sdk/server/zod-json-schema-compat.js"
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
+import type {
+  CallToolResult,
+  Tool as McpTool,
+  ServerNotification,
+  ServerRequest,
+  ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Runtime } from "effect"
-import type { z } from "zod"
+import { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
+import type { Progress } from "../../services/mcp/PeerMcp.js"
 import * as Spans from "../observability/Spans.js"
 
 /** What a tool knows of the HTTP request that carried the call. */
 export interface Request {
   /** The Host header the client sent, if any (URLs handed back to the client use it). */
   readonly host: string | undefined
+  /** Where progress of the call goes, when the client asked for it. */
+  readonly onProgress?: (progress: Progress) => void
 }
 
 export interface Tool<Shape extends z.ZodRawShape, R> {
@@ -46,48 +58,110 @@ export const refused = (message: string): CallToolResult => ({
   isError: true,
 })
 
+/** Input schemas of tools without arguments, as MCP clients expect them. */
+const EMPTY_INPUT = { type: "object" as const, properties: {} }
+
+/** The tool as `tools/list` shows it: JSON schemas from its zod shapes, converted as the SDK's own server does. */
+export const definition = (
+  tool: Pick<Tool<z.ZodRawShape, never>, "name" | "title" | "description" | "input" | "output" | "annotations">,
+): McpTool => ({
+  name: tool.name,
+  title: tool.title,
+  description: tool.description,
+  inputSchema:
+    Object.keys(tool.input).length === 0
+      ? EMPTY_INPUT
+      : (toJsonSchemaCompat(z.object(tool.input), {
+          strictUnions: true,
+          pipeStrategy: "input",
+        }) as McpTool["inputSchema"]),
+  outputSchema: toJsonSchemaCompat(z.object(tool.output), {
+    strictUnions: true,
+    pipeStrategy: "output",
+  }) as McpTool["outputSchema"],
+  ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
+})
+
+export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+
 const hostOf = (headers: Record<string, string | ReadonlyArray<string> | undefined> | undefined) => {
   const host = headers?.host
   return typeof host === "string" ? host : undefined
 }
 
-/** Registers the tools on a server, running each call on the given runtime; a defect becomes a tool error. */
-export const register = <R>(
-  server: McpServer,
+/** Progress messages from a peer are its words: cut to this. */
+const MAX_PROGRESS_MESSAGE = 1024
+
+/** Hands progress on to the client, when its request asked for it (a progress token). */
+export const progressTo = (extra: Extra): ((progress: Progress) => void) | undefined => {
+  const token = extra._meta?.progressToken
+  if (token === undefined) return undefined
+  return (progress) => {
+    extra
+      .sendNotification({
+        method: "notifications/progress",
+        params: {
+          progressToken: token,
+          progress: progress.progress,
+          ...(progress.total === undefined ? {} : { total: progress.total }),
+          ...(progress.message === undefined ? {} : { message: progress.message.slice(0, MAX_PROGRESS_MESSAGE) }),
+        },
+      })
+      .catch(() => undefined)
+  }
+}
+
+export const requestOf = (extra: Extra): Request => {
+  const onProgress = progressTo(extra)
+  return { host: hostOf(extra.requestInfo?.headers), ...(onProgress === undefined ? {} : { onProgress }) }
+}
+
+/**
+ * `effect` as the server span of a tool call, named by the tool alone (its arguments and results are the agent's
+ * business), continuing the request's trace.
+ */
+export const traced = <R>(name: string, extra: Extra, effect: Effect.Effect<CallToolResult, never, R>) =>
+  effect.pipe(
+    Effect.tap((result) => Spans.annotate("mcp.tool.is_error", result.isError === true)),
+    Spans.withSpan("mcp.tool", {
+      kind: "server",
+      captureStackTrace: false,
+      attributes: { "mcp.tool.name": name },
+      ...TraceContext.parentOption(extra.requestInfo?.headers ?? {}),
+    }),
+  )
+
+/**
+ * Runs one of the node's own tools: arguments checked against its input shape (a mismatch is a tool error, as the
+ * SDK's server words it), a defect turned into a tool error, a call the client cancels interrupted.
+ */
+export const invoke = <R>(
   runtime: Runtime.Runtime<R>,
-  tools: ReadonlyArray<Tool<z.ZodRawShape, R>>,
-) => {
-  const run = Runtime.runPromise(runtime)
-  for (const tool of tools) {
-    server.registerTool(
-      tool.name,
-      {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: tool.input,
-        outputSchema: tool.output,
-        ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
-      },
-      (args: unknown, extra) =>
-        run(
-          tool.run(args as never, { host: hostOf(extra.requestInfo?.headers) }).pipe(
-            Effect.catchAllCause((cause) =>
-              Effect.as(
-                Effect.logError("MCP tool failed", cause),
-                refused(`${tool.name} failed: ${Cause.pretty(cause).split("\n")[0]}`),
-              ),
-            ),
-            Effect.tap((result) => Spans.annotate("mcp.tool.is_error", result.isError === true)),
-            // The tool's name only: its arguments and results are the agent's business.
-            Spans.withSpan("mcp.tool", {
-              kind: "server",
-              captureStackTrace: false,
-              attributes: { "mcp.tool.name": tool.name },
-              ...TraceContext.parentOption(extra.requestInfo?.headers ?? {}),
-            }),
-          ),
-          { signal: extra.signal },
-        ),
+  tool: Tool<z.ZodRawShape, R>,
+  args: unknown,
+  extra: Extra,
+): Promise<CallToolResult> => {
+  const parsed = z.object(tool.input).safeParse(args ?? {})
+  if (!parsed.success) {
+    return Promise.resolve(
+      refused(`Input validation error: Invalid arguments for tool ${tool.name}: ${getParseErrorMessage(parsed.error)}`),
     )
   }
+  return Runtime.runPromise(runtime)(
+    traced(
+      tool.name,
+      extra,
+      tool
+        .run(parsed.data as never, requestOf(extra))
+        .pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.as(
+              Effect.logError("MCP tool failed", cause),
+              refused(`${tool.name} failed: ${Cause.pretty(cause).split("\n")[0]}`),
+            ),
+          ),
+        ),
+    ),
+    { signal: extra.signal },
+  )
 }

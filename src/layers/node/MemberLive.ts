@@ -9,7 +9,9 @@ import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
 import type { NodeSettings } from "../../config/NodeConfig.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
+import * as FederationScope from "../../services/federation/FederationScope.js"
 import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
+import * as FederationLive from "../federation/FederationLive.js"
 import * as InferenceRouterLive from "../inference/InferenceRouterLive.js"
 import * as Announcer from "../local/Announcer.js"
 import * as CatalogServer from "../local/CatalogServer.js"
@@ -25,6 +27,7 @@ import * as MeshHostLive from "../mesh/MeshHostLive.js"
 import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
+import * as ToolSearchLive from "../toolsearch/ToolSearchLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
 
@@ -53,8 +56,14 @@ const services = Layer.mergeAll(
   PeerIngressLive.layer,
 ).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
 
-/** The MCP server for local agents, and its sessions with peers' MCP services. */
-const mcp = McpGatewayLive.layer.pipe(Layer.provideMerge(PeerMcpLive.layer))
+/**
+ * The MCP server for local agents, the peers' tools it federates, its sessions with peers' MCP services and the
+ * index of their tools. Every caller sees every federated tool until agent scopes are wired to FederationScope.
+ */
+const mcp = McpGatewayLive.layer.pipe(
+  Layer.provideMerge(FederationLive.layer),
+  Layer.provideMerge(Layer.mergeAll(PeerMcpLive.layer, ToolSearchLive.layer, FederationScope.everything)),
+)
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
   Layer.mergeAll(

@@ -17,6 +17,13 @@ export type PeerMcpFailure =
   /** Anything else: a protocol error, an error answer from the server, a timeout. */
   | "failed"
 
+/** A progress notification of a call under way, as the server sent it. */
+export interface Progress {
+  readonly progress: number
+  readonly total?: number
+  readonly message?: string
+}
+
 /** Why an exchange with a peer's MCP service did not happen; `message` is for people and holds no secret. */
 export class PeerMcpError extends Data.TaggedError("PeerMcpError")<{
   readonly reason: PeerMcpFailure
@@ -30,12 +37,16 @@ export interface PeerMcpService {
     service: string,
     timeout: Duration.DurationInput,
   ) => Effect.Effect<ReadonlyArray<Tool>, PeerMcpError>
-  /** Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included. */
+  /**
+   * Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included. With
+   * `onProgress`, the call asks for progress notifications and hands each on as it arrives.
+   */
   readonly callTool: (
     peerId: string,
     service: string,
     tool: string,
     args: Readonly<Record<string, unknown>>,
+    onProgress?: (progress: Progress) => void,
   ) => Effect.Effect<CallToolResult, PeerMcpError>
   /** Sessions open now. */
   readonly sessions: Effect.Effect<number>

@@ -9,39 +9,12 @@ import { Duration, Effect, Either, Option, Schedule } from "effect"
 import { z } from "zod"
 import * as Labels from "../../../domain/Labels.js"
 import * as ToolName from "../../../domain/ToolName.js"
-import { PeerMcp, PeerMcpError } from "../../../services/mcp/PeerMcp.js"
-import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import * as RemoteCall from "../RemoteCall.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
 const ATTEMPTS = 3
 const RETRY = Schedule.exponential(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(ATTEMPTS - 1)))
-const CONNECT_TIMEOUT = Duration.seconds(15)
-
-const pairs = (labels: Readonly<Record<string, string>>) =>
-  Object.entries(labels)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(",")
-
-/** The peer, reached and authenticated, must attest at least one required pair. */
-const checkLabels = (peerId: string, required: Readonly<Record<string, string>>) =>
-  Effect.gen(function* () {
-    const host = yield* MeshHost
-    const peer = yield* host.connect(peerId).pipe(
-      Effect.timeoutFail({ duration: CONNECT_TIMEOUT, onTimeout: () => ({ reason: "no connection within 15s" }) }),
-      Effect.mapError(
-        (error) =>
-          new PeerMcpError({ reason: "unreachable", message: `peer ${peerId} is unreachable: ${error.reason}` }),
-      ),
-    )
-    if (!Labels.attestsAny(peer.labels, required)) {
-      return yield* new PeerMcpError({
-        reason: "refused",
-        message: `peer ${peerId} attests none of the required labels (${pairs(required)})`,
-      })
-    }
-  })
-
 /**
  * The remote result unchanged: its content as ours, the rest of it (structured content, `isError`, `_meta`) as
  * structured content. The content is carried once: copied into the structured content too, a large answer reached
@@ -75,7 +48,7 @@ export const tool = Tool.make({
     _meta: z.record(z.string(), z.unknown()).optional(),
   },
   annotations: { openWorldHint: true },
-  run: (args) =>
+  run: (args, request) =>
     Effect.gen(function* () {
       const name = ToolName.parse(args.tool_name)
       if (Either.isLeft(name)) return Tool.refused(name.left)
@@ -87,13 +60,12 @@ export const tool = Tool.make({
         if (Either.isLeft(parsed)) return Tool.refused(`required_labels must be key=value[,key=value]: ${parsed.left}`)
         required = parsed.right
       }
-      const peers = yield* PeerMcp
       const { service, tool } = name.right
-      const attempt = Effect.gen(function* () {
-        if (required !== undefined) yield* checkLabels(args.peer_id, required)
-        return yield* peers.callTool(args.peer_id, service, tool, args.arguments ?? {})
-      })
-      const outcome = yield* attempt.pipe(
+      const options: RemoteCall.Options = {
+        ...(required === undefined ? {} : { required }),
+        ...(request.onProgress === undefined ? {} : { onProgress: request.onProgress }),
+      }
+      const outcome = yield* RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options).pipe(
         Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
         Effect.either,
       )

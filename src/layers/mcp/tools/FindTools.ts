@@ -10,6 +10,10 @@
  *   at a time, each bounded in time.
  * A peer or service that cannot be asked is a row with `error`; the call itself never fails. In a mesh-wide search
  * for a tool name those rows are left out (they would bury the answer).
+ *
+ * Every listing also feeds the tool search index. With an `intent` (and no tool name), the tools listed by this
+ * search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score, before the
+ * rows of peers that could not be asked.
  */
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
@@ -18,6 +22,7 @@ import * as ToolName from "../../../domain/ToolName.js"
 import { type Announcer, Discovery, type ProviderAnswer } from "../../../services/discovery/Discovery.js"
 import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import { ToolSearch } from "../../../services/toolsearch/ToolSearch.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
@@ -30,6 +35,9 @@ const GOSSIP_WAIT = Duration.seconds(3)
 const GOSSIP_POLL = Duration.millis(100)
 /** The mesh-wide search ends by then with what it found. */
 const SEARCH_TIMEOUT = Duration.seconds(10)
+/** Rows an intent search returns unless told otherwise, and at most. */
+const DEFAULT_LIMIT = 10
+const MAX_LIMIT = 50
 
 interface Row {
   readonly peer_id: string
@@ -37,6 +45,7 @@ interface Row {
   readonly description?: string
   readonly labels?: Readonly<Record<string, string>>
   readonly error?: string
+  readonly score?: number
 }
 
 const isError = (row: Row) => row.error !== undefined
@@ -57,10 +66,12 @@ const serviceRows = (
   service: string,
   labels: Readonly<Record<string, string>>,
   tool: string | undefined,
-): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost> =>
+): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost | ToolSearch> =>
   Effect.gen(function* () {
     const listed = yield* Effect.either((yield* PeerMcp).listTools(peerId, service, LIST_TIMEOUT))
+    const index = yield* ToolSearch
     if (Either.isLeft(listed)) {
+      if (listed.left.reason === "not_found" || listed.left.reason === "refused") yield* index.forget(peerId, service)
       return [
         {
           peer_id: peerId,
@@ -69,6 +80,7 @@ const serviceRows = (
         },
       ]
     }
+    yield* index.replace(peerId, service, listed.right)
     // Reached, so authenticated: the labels its credential attests now.
     const peer = yield* (yield* MeshHost).peer(peerId)
     const attested = Option.match(peer, { onNone: () => labels, onSome: (p) => p.labels })
@@ -105,7 +117,7 @@ const meshRows = (service: string | undefined, tool: string | undefined) =>
     const seen = new Set<string>()
     const answer = (found: ProviderAnswer) =>
       Either.match(found.services, {
-        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost> =>
+        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost | ToolSearch> =>
           Effect.succeed([{ peer_id: found.peerId, error: `failed to fetch the peer's catalog: ${reason}` }]),
         onRight: (services) =>
           Effect.map(
@@ -164,6 +176,31 @@ const gossipRows = (tool: string, service: string | undefined) =>
     return confirmed.length > 0 ? Option.some(confirmed) : Option.none()
   })
 
+/**
+ * The listed tools ranked by relevance to the intent (the index holds what this search listed, and more), best
+ * first, then the rows of services and peers that could not be asked.
+ */
+const ranked = (rows: ReadonlyArray<Row>, intent: string, limit: number) =>
+  Effect.gen(function* () {
+    const listed = new Map<string, Row>()
+    const services = new Set<string>()
+    for (const row of rows) {
+      const name = ToolName.parse(row.tool_name ?? "")
+      if (isError(row) || Either.isLeft(name)) continue
+      listed.set(`${row.peer_id} ${row.tool_name}`, row)
+      services.add(`${row.peer_id} ${name.right.service}`)
+    }
+    const hits = yield* (yield* ToolSearch).search(intent, {
+      limit,
+      keep: (peerId, service) => services.has(`${peerId} ${service}`),
+    })
+    const best = hits.flatMap((hit) => {
+      const row = listed.get(`${hit.peerId} ${ToolName.format({ service: hit.service, tool: hit.tool })}`)
+      return row === undefined ? [] : [{ ...row, score: hit.score }]
+    })
+    return [...best, ...rows.filter(isError).sort(byPeerAndTool)]
+  })
+
 /** A tool name only: gossip first, the mesh-wide search meanwhile; whichever has the answer first. */
 const byToolName = (tool: string, service: string | undefined) =>
   Effect.raceWith(gossipRows(tool, service), meshRows(service, tool), {
@@ -190,13 +227,26 @@ export const tool = Tool.make({
     "Tools of MCP services on other peers, each named mcp://<service>/<tool> and listed with its description, " +
     "the peer that serves it (peer_id) and the labels that peer's credential attests. Narrow the search with " +
     "peer_id, service_name (bare or mcp://<service>) and tool_name (the exact tool name, answered fast from the " +
-    "mesh's announcements). A peer or service that cannot be asked appears as a row with an error. Then use " +
+    "mesh's announcements). With intent (what you want done, in your words) and no tool_name, the tools found are " +
+    "ranked by relevance and the best `limit` come back with a score. A peer or service that cannot be asked " +
+    "appears as a row with an error. Then use " +
     "describe_remote_tool for a tool's schemas and call_remote_tool to call it.",
   input: {
     peer_id: z.string().optional().describe("Only this peer's tools."),
     service_name: z.string().optional().describe("Only this MCP service: a bare name or mcp://<service>."),
     tool_name: z.string().optional().describe("Only tools with exactly this name (or mcp://<service>/<tool>)."),
-    intent: z.string().optional().describe("What you want to do; accepted but not used for the search yet."),
+    intent: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe("What you want to do, in a few words: the tools are ranked by relevance to it."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_LIMIT)
+      .optional()
+      .describe(`With intent: how many of the best tools to return (default ${DEFAULT_LIMIT}).`),
   },
   output: {
     tools: z.array(
@@ -206,6 +256,7 @@ export const tool = Tool.make({
         description: z.string().optional(),
         labels: z.record(z.string(), z.string()).optional(),
         error: z.string().optional(),
+        score: z.number().optional(),
       }),
     ),
   },
@@ -233,12 +284,16 @@ export const tool = Tool.make({
         const refusal = yield* Peers.refusal(peerId)
         if (Option.isSome(refusal)) return Tool.refused(refusal.value)
       }
+      const intent = args.intent?.trim() ?? ""
       const rows =
         peerId !== undefined
           ? yield* peerRows(peerId, service, toolName)
           : toolName !== undefined
             ? (yield* byToolName(toolName, service)).filter((row) => !isError(row))
             : yield* meshRows(service, undefined)
+      if (intent !== "" && toolName === undefined) {
+        return Tool.ok({ tools: yield* ranked(rows, intent, args.limit ?? DEFAULT_LIMIT) })
+      }
       return Tool.ok({ tools: [...rows].sort(byPeerAndTool) })
     }),
 })

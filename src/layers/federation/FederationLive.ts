@@ -1,0 +1,132 @@
+/**
+ * Federation over the mesh: a fiber runs a Round every REFRESH while `federate:` has rules and keeps the result in a
+ * SubscriptionRef; `changes` emits when the listed names or listings differ from the last. A call ranks the tool's
+ * providers as inference ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes
+ * through RemoteCall, as `call_remote_tool` does; a provider that cannot be reached is benched and the next tried.
+ */
+import { Clock, Duration, Effect, Either, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import * as FederationRules from "../../domain/Federation.js"
+import * as Inference from "../../domain/Inference.js"
+import { type FederatedTool, Federation } from "../../services/federation/Federation.js"
+import { FederationScope } from "../../services/federation/FederationScope.js"
+import type { PeerMcp, PeerMcpError, Progress } from "../../services/mcp/PeerMcp.js"
+import type { MeshHost } from "../../services/mesh/MeshHost.js"
+import { Metrics } from "../../services/operations/Metrics.js"
+import * as Cooldowns from "../inference/Cooldowns.js"
+import * as RemoteCall from "../mcp/RemoteCall.js"
+import * as Tool from "../mcp/Tool.js"
+import * as FederationMetrics from "./FederationMetrics.js"
+import * as Round from "./Round.js"
+
+/** Under the gossip announcement interval (10 s), so a provider that stops publishing drops out within it. */
+export const REFRESH = Duration.seconds(3)
+/** Providers tried for one call, at most. */
+const MAX_ATTEMPTS = 3
+
+/** What clients see of the list: names and listings, not who serves them. */
+const fingerprint = (tools: ReadonlyArray<FederatedTool>) => JSON.stringify(tools.map((t) => t.definition))
+
+const outcomeOf = (error: PeerMcpError): FederationMetrics.Outcome =>
+  error.reason === "refused" ? "refused" : error.reason === "unreachable" ? "unreachable" : "failed"
+
+export const layer = Layer.scoped(
+  Federation,
+  Effect.gen(function* () {
+    const settings = yield* NodeConfig
+    const scope = yield* FederationScope
+    const rules = FederationRules.rulesOf(settings.file)
+    const floor = settings.file.egress.require_labels
+    const metrics = FederationMetrics.make(yield* Metrics)
+    const tools = yield* SubscriptionRef.make<ReadonlyArray<FederatedTool>>([])
+    const cooldowns = yield* Cooldowns.make
+    const turns = yield* Ref.make(0)
+    const context = yield* Effect.context<MeshHost | PeerMcp>()
+
+    if (rules.length > 0) {
+      const round = Effect.gen(function* () {
+        const previous = yield* SubscriptionRef.get(tools)
+        const next = yield* Round.run({ rules, floor, previous })
+        yield* SubscriptionRef.set(tools, next)
+        metrics.listed(next.length)
+      })
+      yield* round.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("federation round failed", cause)),
+        Effect.zipRight(Effect.sleep(REFRESH)),
+        Effect.forever,
+        Effect.forkScoped,
+      )
+    }
+
+    const list = (caller: Parameters<typeof scope.visible>[0]) =>
+      Effect.map(SubscriptionRef.get(tools), (all) => all.filter((tool) => scope.visible(caller, tool)))
+
+    const call = (tool: FederatedTool, args: Readonly<Record<string, unknown>>, onProgress?: (p: Progress) => void) =>
+      Effect.gen(function* () {
+        const started = yield* Clock.currentTimeMillis
+        const done = (outcome: FederationMetrics.Outcome) =>
+          Effect.map(Clock.currentTimeMillis, (now) => metrics.called(tool.name, outcome, (now - started) / 1000))
+        const key = `${tool.service}/${tool.tool}`
+        const candidates = tool.providers.map(
+          (p): Inference.Candidate => ({ ...p, service: tool.service, local: false }),
+        )
+        const ranking = Inference.rank(candidates, {
+          model: key,
+          required: undefined,
+          floor,
+          coolingUntil: yield* cooldowns.current,
+          nowMs: started,
+          turn: yield* Ref.getAndUpdate(turns, (n) => n + 1),
+        })
+        // Every provider benched: try them anyway, the least loaded first, rather than refuse outright.
+        const ordered = ranking.ordered.length > 0 || ranking.refusedByLabels > 0 ? ranking.ordered : candidates
+        if (ordered.length === 0) {
+          yield* done("refused")
+          return Tool.refused(`refused: no provider of ${tool.name} attests the egress floor's labels`)
+        }
+        const unreachable: Array<string> = []
+        for (const candidate of ordered.slice(0, MAX_ATTEMPTS)) {
+          const outcome = yield* Effect.either(
+            RemoteCall.call(
+              candidate.peerId,
+              tool.service,
+              tool.tool,
+              args,
+              onProgress === undefined ? {} : { onProgress },
+            ),
+          )
+          if (Either.isRight(outcome)) {
+            yield* done(outcome.right.isError === true ? "tool_error" : "ok")
+            return outcome.right
+          }
+          const error = outcome.left
+          if (error.reason !== "unreachable") {
+            yield* done(outcomeOf(error))
+            return Tool.refused(
+              error.reason === "refused"
+                ? `refused: ${error.message}`
+                : `${tool.name} (${tool.service}/${tool.tool} on peer ${candidate.peerId}) failed: ${error.message}`,
+            )
+          }
+          unreachable.push(`${candidate.peerId}: ${error.message}`)
+          metrics.fellBack(tool.name)
+          yield* cooldowns.bench(Inference.cooldownKey(candidate, key))
+        }
+        yield* done("unreachable")
+        return Tool.refused(`${tool.name} could not be reached on any of its peers (${unreachable.join("; ")})`)
+      }).pipe(Effect.provide(context))
+
+    return Federation.of({
+      list,
+      lookup: (caller, name) =>
+        Effect.map(list(caller), (all) => Option.fromNullable(all.find((t) => t.name === name))),
+      call,
+      changes: tools.changes.pipe(
+        Stream.map(fingerprint),
+        Stream.changes,
+        Stream.drop(1),
+        Stream.map(() => undefined),
+      ),
+    })
+  }),
+)
