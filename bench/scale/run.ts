@@ -83,7 +83,8 @@ const program = Effect.gen(function* () {
     ],
     { concurrency: "unbounded" },
   )
-  yield* Effect.sleep(Duration.seconds(5))
+  // V8 gives back the heap grown while loading only after a while: the base is read once the routers settled.
+  yield* Effect.sleep(Duration.seconds(30))
   const routerBase = yield* Effect.forEach(routers, (r) => Effect.flatMap(r.pid, (pid) => Proc.rssMiB(pid)))
   const backend = yield* DemoInference.make(0)
 
