@@ -10,6 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Duration, Effect } from "effect"
 import * as DemoInference from "../../src/demo/DemoInference.js"
+import * as DhtProbe from "../../test/scale/DhtProbe.js"
 import * as Local from "../../test/scale/LocalApi.js"
 import { admin, poll } from "../../test/scale/Requests.js"
 import * as Topology from "../../test/scale/Topology.js"
@@ -177,6 +178,12 @@ const program = Effect.gen(function* () {
 
   // 5. Router kills: one router killed, every service discoverable again (from a random node each), router back.
   const recoveries: Array<number> = []
+  const restarts: Array<{ relinkedMs: number; recordsMs: number }> = []
+  const probe = yield* DhtProbe.make(cp)
+  const routerAddresses = yield* Effect.map(
+    Local.json<{ routers?: ReadonlyArray<{ address: string }> }>(nodes[0] as Topology.Node, "/debug/connectivity"),
+    (info) => (info.routers ?? []).map((r) => r.address),
+  )
   for (let k = 0; k < KILLS; k++) {
     const router = routers[k % routers.length] as Topology.Router
     yield* router.stop
@@ -192,12 +199,24 @@ const program = Effect.gen(function* () {
       { concurrency: 8 },
     )
     recoveries.push(Math.max(...times))
+    // Back on the same port and data folder: every node linked to it again, and every record on it again (asked of
+    // that router alone, no gossip).
     yield* router.start
-    yield* poll(routerPeers(router), (n) => n >= NODES, {
-      what: `${router.name} sees every node again`,
-      timeout: Duration.minutes(2),
-      interval: Duration.millis(250),
-    })
+    const backAt = Date.now()
+    const address = routerAddresses.find((a) => a.includes(`/tcp/${router.port}/`)) ?? ""
+    const relinked = yield* timeUntil(
+      Effect.map(routerPeers(router), (n) => n >= NODES),
+      120_000,
+    )
+    const replaced = yield* timeUntil(
+      Effect.map(
+        Effect.forEach(nodes, (_, i) => probe.providers([address], "inference", serviceName(i)), { concurrency: 8 }),
+        (found) => found.every((providers, i) => providers.has(ids[i] ?? "")),
+      ),
+      120_000,
+    )
+    const recordsMs = Number.isFinite(replaced) ? Date.now() - backAt : Number.POSITIVE_INFINITY
+    restarts.push({ relinkedMs: relinked, recordsMs })
   }
   yield* log(`router kills: ${recoveries.map((ms) => seconds(ms)).join(", ")} s`)
 
@@ -247,6 +266,36 @@ const program = Effect.gen(function* () {
       "p99 ≤ 10 s",
     ],
     [
+      `router restart → every node linked again (${KILLS} restarts)`,
+      `p50 ${seconds(
+        percentile(
+          restarts.map((r) => r.relinkedMs),
+          50,
+        ),
+      )} s, p99 ${seconds(
+        percentile(
+          restarts.map((r) => r.relinkedMs),
+          99,
+        ),
+      )} s`,
+      "p99 ≤ 10 s",
+    ],
+    [
+      "router restart → every service's records on it again",
+      `p50 ${seconds(
+        percentile(
+          restarts.map((r) => r.recordsMs),
+          50,
+        ),
+      )} s, p99 ${seconds(
+        percentile(
+          restarts.map((r) => r.recordsMs),
+          99,
+        ),
+      )} s`,
+      "p99 ≤ 10 s",
+    ],
+    [
       `ban → refused by every node (${BANS} bans)`,
       `p50 ${seconds(percentile(bans, 50))} s, p99 ${seconds(percentile(bans, 99))} s`,
       "p99 ≤ 5 s",
@@ -290,6 +339,7 @@ const program = Effect.gen(function* () {
         settledMs,
         discoveryMs: { p50: percentile(discoveries, 50), p99: percentile(discoveries, 99) },
         routerKillRecoveryMs: { p50: percentile(recoveries, 50), p99: percentile(recoveries, 99), all: recoveries },
+        routerRestarts: restarts,
         banMs: { p50: percentile(bans, 50), p99: percentile(bans, 99) },
         callsPerSecond,
         failedCalls,

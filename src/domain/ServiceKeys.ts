@@ -2,7 +2,7 @@
  * How a published service is named outside its node: the DHT keys providers announce (CIDv1, raw codec, over the
  * SHA-256 of `mesh:service:<type>` and of `mesh:service:<type>:<name>`) and the gossip topic of each service key
  * (a tool name or a model id), `/mesh/discovery/v1/<type>/<first 16 hex digits of sha256(key)>`, plus one topic per
- * type, `/mesh/discovery/v1/<type>/services`, on which every service of the type is announced.
+ * service name, `/mesh/discovery/v1/<type>/service/<first 16 hex digits of sha256(name)>`.
  */
 import { createHash } from "node:crypto"
 import { CID } from "multiformats/cid"
@@ -34,10 +34,12 @@ export const topic = (type: ServiceType, key: string): string =>
   `${TOPIC_PREFIX}/${type}/${sha256(key).toString("hex").slice(0, 16)}`
 
 /**
- * The topic on which every service of a type is announced, whether or not it has keys: discovery listens to it so that
- * a provider is found from gossip too, not only from the DHT (whose records a restarted router has lost).
+ * The topic on which a named service is announced, whether or not it has keys: discovery by name listens to it so
+ * that a provider is found from gossip too, not only from the DHT (whose records a restarted router has lost). One
+ * topic per name, not per type: a listener hears the providers of what it looks for, not every service of the mesh.
  */
-export const typeTopic = (type: ServiceType): string => `${TOPIC_PREFIX}/${type}/services`
+export const serviceTopic = (type: ServiceType, name: string): string =>
+  `${TOPIC_PREFIX}/${type}/service/${sha256(name).toString("hex").slice(0, 16)}`
 
 export const isServiceType = (text: string): text is ServiceType =>
   (SERVICE_TYPES as ReadonlyArray<string>).includes(text)

@@ -47,4 +47,17 @@ describe("the gossip announcement table", () => {
     expect(AnnouncementTable.fresh(table, "inference", "echo", now).map((e) => e.peerId)).toEqual(["c"])
     expect([...AnnouncementTable.prune(table, now).values()].map((e) => e.peerId)).toEqual(["a", "b", "c", "d"])
   })
+
+  it("the providers of a named service: entries of that type and name, keys or none, heard in the last 30 s", () => {
+    let table = AnnouncementTable.empty
+    table = AnnouncementTable.insert(table, announce("old", "agent", []), 0)
+    table = AnnouncementTable.insert(table, announce("a", "agent", []), 10_000)
+    table = AnnouncementTable.insert(table, announce("b", "other", []), 11_000)
+    table = AnnouncementTable.insert(table, { ...announce("c", "agent", []), type: "a2a" }, 12_000)
+    table = AnnouncementTable.insert(table, announce("d", "agent", ["echo"]), 13_000)
+    const peers = (type: "mcp" | "a2a") =>
+      AnnouncementTable.ofService(table, type, "agent", 35_000).map((e) => e.peerId)
+    expect(peers("mcp")).toEqual(["d", "a"])
+    expect(peers("a2a")).toEqual(["c"])
+  })
 })

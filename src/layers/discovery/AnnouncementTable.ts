@@ -43,12 +43,10 @@ export const fresh = (table: Table, type: ServiceType, key: string, nowMs: numbe
     .filter((e) => e.type === type && nowMs - e.receivedAtMs <= FRESH_MS && e.keys.includes(key))
     .reverse()
 
-/** Entries of the type (and service name) heard within FRESH_MS, newest first. */
-export const ofType = (table: Table, type: ServiceType, nowMs: number, service?: string): ReadonlyArray<Entry> =>
+/** Entries of the named service heard within FRESH_MS, newest first. */
+export const ofService = (table: Table, type: ServiceType, service: string, nowMs: number): ReadonlyArray<Entry> =>
   [...table.values()]
-    .filter(
-      (e) => e.type === type && nowMs - e.receivedAtMs <= FRESH_MS && (service === undefined || e.service === service),
-    )
+    .filter((e) => e.type === type && e.service === service && nowMs - e.receivedAtMs <= FRESH_MS)
     .reverse()
 
 /** Drops entries no lookup would return any more. */

@@ -1,7 +1,7 @@
 /**
  * Discovery over the DHT and provider catalogs, plus the gossip view. A search asks the DHT for the providers of
- * the type's key (or the type+name key), every router the node is linked to being a DHT server, and takes the peers
- * that announced such a service on gossip lately too (either source alone survives the loss of the other: a
+ * the type's key (or the type+name key), every router the node is linked to being a DHT server, and, for a search by
+ * name, takes the peers that announced the service on gossip lately too (either source alone survives the loss of the other: a
  * restarted router has no provider records until its members place them again). As each provider comes in, it is
  * reached (at most CONCURRENCY at once) and its catalog asked; each service it lists is a result, labelled with what
  * its credential attests. The search ends when the DHT query and every catalog request are done, or at the caller's
@@ -78,7 +78,13 @@ export const layer = Layer.scoped(
     const sources = (query: DiscoveryQuery): Stream.Stream<string> =>
       Stream.unwrap(
         Effect.map(Ref.make<ReadonlySet<string>>(new Set()), (seen) =>
-          Stream.merge(Stream.fromIterableEffect(gossip.providers(query.type, query.name)), providers(query)).pipe(
+          Stream.merge(
+            // A search by type alone asks the DHT only: hearing every service of a type would not scale.
+            query.name === undefined
+              ? Stream.empty
+              : Stream.fromIterableEffect(gossip.providers(query.type, query.name)),
+            providers(query),
+          ).pipe(
             Stream.filterEffect((peerId) =>
               Ref.modify(seen, (set) => (set.has(peerId) ? [false, set] : [true, new Set(set).add(peerId)])),
             ),

@@ -19,8 +19,8 @@ const JANITOR_EVERY = Duration.seconds(75)
 
 export interface GossipView {
   readonly announcers: (type: ServiceType, key: string) => Effect.Effect<ReadonlyArray<Announcer>>
-  /** Peers that announced a service of the type (and name) lately, newest first; starts listening to the type. */
-  readonly providers: (type: ServiceType, name?: string) => Effect.Effect<ReadonlyArray<string>>
+  /** Peers that announced the named service lately, newest first; starts listening to its topic. */
+  readonly providers: (type: ServiceType, name: string) => Effect.Effect<ReadonlyArray<string>>
 }
 
 export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Membership> = Effect.gen(function* () {
@@ -101,12 +101,12 @@ export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Mem
       )
     })
 
-  const providers = (type: ServiceType, name?: string) =>
+  const providers = (type: ServiceType, name: string) =>
     Effect.gen(function* () {
-      yield* ensure(ServiceKeys.typeTopic(type))
+      yield* ensure(ServiceKeys.serviceTopic(type, name))
       const now = yield* Clock.currentTimeMillis
       const banned = yield* membership.banned
-      const entries = AnnouncementTable.ofType(yield* Ref.get(table), type, now, name)
+      const entries = AnnouncementTable.ofService(yield* Ref.get(table), type, name, now)
       return [...new Set(entries.map((e) => e.peerId))].filter((peer) => !banned.has(peer))
     })
 

@@ -1,5 +1,5 @@
 /**
- * Gossip announcements of the published services: every 10 s (±20%), each service is announced on its type's topic
+ * Gossip announcements of the published services: every 10 s (±20%), each service is announced on its name's topic
  * and on the topic of each of its keys (tool names, model ids), those that someone listens to, with the labels this node's credential
  * attests and the service's requests in flight. When a peer starts listening on one of those topics it hears from
  * us within a second rather than at the next round, so a fresh lookup is answered quickly.
@@ -46,7 +46,7 @@ export const layer = Layer.scopedDiscard(
         for (const service of services) {
           const keys = service.keys.slice(0, ServiceKeys.MAX_ANNOUNCE_KEYS)
           const topics = [
-            ServiceKeys.typeTopic(service.type),
+            ServiceKeys.serviceTopic(service.type, service.name),
             ...keys.map((key) => ServiceKeys.topic(service.type, key)),
           ].filter((topic) => (only === undefined || only.has(topic)) && pubsub.getSubscribers(topic).length > 0)
           if (topics.length === 0) continue
