@@ -6,13 +6,15 @@
  */
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
 import { ChangeFeed, type ChangeFeedService } from "../../services/operations/ChangeFeed.js"
 
 const CHANNEL = "mesh_changes"
 const RECONNECT_AFTER = Duration.seconds(1)
 /** How often a sqlite server looks for another process's commit: a ban from the admin command reaches nodes in 5 s. */
 export const SQLITE_POLL = Duration.seconds(1)
+
+const realClock = Clock.make()
 
 const make = (options: {
   readonly listen: boolean
@@ -43,7 +45,9 @@ const make = (options: {
         .pipe(Effect.map((rows) => Number(rows[0]?.data_version ?? 0)))
       const seen = yield* Ref.make(yield* Effect.orElseSucceed(dataVersion, () => 0))
       const poll = Effect.gen(function* () {
-        yield* Effect.sleep(SQLITE_POLL)
+        // The other process commits in real time, whatever clock this one runs under (a test's clock, moved by
+        // hours at once, would otherwise run thousands of polls in a row).
+        yield* Effect.withClock(Effect.sleep(SQLITE_POLL), realClock)
         const current = yield* dataVersion
         if ((yield* Ref.getAndSet(seen, current)) !== current) yield* bump
       }).pipe(
