@@ -5,6 +5,7 @@ import * as RouterConfig from "../config/RouterConfig.js"
 import * as Logging from "../layers/Logging.js"
 import * as Tracing from "../layers/observability/Tracing.js"
 import * as RouterLive from "../layers/router/RouterLive.js"
+import * as Check from "./Check.js"
 import * as Flag from "./flags.js"
 import { UsageError } from "./run.js"
 
@@ -55,6 +56,7 @@ const flags = {
     description: "host:port serving /healthz, /readyz and /metrics without authentication.",
   }),
   logLevel: Flag.logLevel,
+  check: Check.flag,
 }
 
 export const meshRouter = Command.make("mesh-router", flags, (f) =>
@@ -88,6 +90,25 @@ export const meshRouter = Command.make("mesh-router", flags, (f) =>
       metricsAddress,
       logLevel: f.logLevel,
     })
+    if (f.check) {
+      return yield* Check.report("mesh-router", [
+        ["control plane", settings.controlPlaneUrl],
+        ["listen", Check.list(settings.listen)],
+        ["external addresses", Check.list(settings.externalAddresses)],
+        ["data folder", Check.optional(settings.dataDir, (d) => d)],
+        [
+          "bootstrap token",
+          Check.secret(
+            settings.bootstrapToken,
+            Option.isSome(f.bootstrapTokenPath) ? f.bootstrapTokenPath.value : "--bootstrap-token",
+          ),
+        ],
+        ["jwt", Check.optional(settings.jwtPath, (p) => p)],
+        ["keys sync", Check.duration(settings.keysSyncInterval)],
+        ["lease renewal", Check.duration(settings.leaseRenewInterval)],
+        ["metrics", Check.optional(settings.metricsAddress, Check.address, "off")],
+      ])
+    }
     yield* Effect.logInfo("starting router").pipe(
       Effect.annotateLogs({ control_plane: controlPlaneUrl, listen: settings.listen.join(",") }),
     )

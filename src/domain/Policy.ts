@@ -112,35 +112,42 @@ const checkMember = (member: string, issuers: Issuers): string | undefined => {
   return undefined
 }
 
-/** Checks the whole document; the first problem found is the reason. */
+/**
+ * Checks the whole document; the first problem found is the reason, prefixed with where it is in the protojson
+ * document (`bindings[1].members[0]: ...`), so a client can point at the line of its file.
+ */
 export const validate = (doc: Document, issuers: Issuers): Either.Either<Document, string> => {
+  const at = (path: string, reason: string) => Either.left(`${path}: ${reason}`)
   const names = new Set<string>()
-  for (const role of doc.roles) {
+  for (const [i, role] of doc.roles.entries()) {
     const bad = checkName(role.name)
-    if (bad !== undefined) return Either.left(bad)
-    if (names.has(role.name)) return Either.left(`role "${role.name}" is defined twice`)
+    if (bad !== undefined) return at(`roles[${i}].name`, bad)
+    if (names.has(role.name)) return at(`roles[${i}].name`, `role "${role.name}" is defined twice`)
     names.add(role.name)
-    for (const s of role.allowedServices) {
+    for (const [j, s] of role.allowedServices.entries()) {
       if (s !== "*" && !SERVICE.test(s))
-        return Either.left(`role "${role.name}": service "${s}" is not * or type://name`)
+        return at(`roles[${i}].allowed_services[${j}]`, `role "${role.name}": service "${s}" is not * or type://name`)
     }
-    for (const t of role.allowedTargets) {
+    for (const [j, t] of role.allowedTargets.entries()) {
       const fact = t.slice(0, t.indexOf(":"))
       if (t !== "*" && (!TARGET_FACTS.has(fact) || t.length <= fact.length + 1 || !isSafeTerm(t))) {
-        return Either.left(`role "${role.name}": target "${t}" is not * or fact:value`)
+        return at(`roles[${i}].allowed_targets[${j}]`, `role "${role.name}": target "${t}" is not * or fact:value`)
       }
     }
-    for (const l of role.allowedLabels) {
+    for (const [j, l] of role.allowedLabels.entries()) {
       if (!Labels.isPattern(l))
-        return Either.left(`role "${role.name}": allowed label "${l}" is not *, key=* or key=value`)
+        return at(
+          `roles[${i}].allowed_labels[${j}]`,
+          `role "${role.name}": allowed label "${l}" is not *, key=* or key=value`,
+        )
     }
   }
-  for (const binding of doc.bindings) {
-    if (!names.has(binding.role)) return Either.left(`binding names undefined role "${binding.role}"`)
-    if (binding.members.length === 0) return Either.left(`binding of role "${binding.role}" has no members`)
-    for (const member of binding.members) {
+  for (const [i, binding] of doc.bindings.entries()) {
+    if (!names.has(binding.role)) return at(`bindings[${i}].role`, `binding names undefined role "${binding.role}"`)
+    if (binding.members.length === 0) return at(`bindings[${i}]`, `binding of role "${binding.role}" has no members`)
+    for (const [j, member] of binding.members.entries()) {
       const bad = checkMember(member, issuers)
-      if (bad !== undefined) return Either.left(bad)
+      if (bad !== undefined) return at(`bindings[${i}].members[${j}]`, bad)
     }
   }
   return Either.right(doc)

@@ -18,6 +18,7 @@ import * as ChallengesLive from "./identity/ChallengesLive.js"
 import * as CredentialRefreshLive from "./identity/CredentialRefreshLive.js"
 import * as CredentialsLive from "./identity/CredentialsLive.js"
 import * as KeyRingLive from "./identity/KeyRingLive.js"
+import * as BanAnnouncer from "./nodes/BanAnnouncer.js"
 import * as BansLive from "./nodes/BansLive.js"
 import * as CatalogLive from "./nodes/CatalogLive.js"
 import * as NodesLive from "./nodes/NodesLive.js"
@@ -51,7 +52,7 @@ export interface Options {
 }
 
 export const services = (settings: ControlPlaneSettings, options: Options = {}) =>
-  Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer).pipe(
+  Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer, BanAnnouncer.layer).pipe(
     Layer.provideMerge(Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer)),
     Layer.provideMerge(Layer.mergeAll(BansLive.layer, PolicyLive.layer)),
     Layer.provideMerge(options.events === "memory" ? MeshEventsMemory.layer : MeshEventsLibp2p.layer),

@@ -72,7 +72,7 @@ describe("examples", () => {
     const result = accepted(join(examples, "policy.yaml"), ["https://id.example.com"])
     expect(result).toEqual(
       Either.left(
-        'member "user:https://id.partner.example|bob" names issuer "https://id.partner.example", which is not configured',
+        'bindings[0].members[1]: member "user:https://id.partner.example|bob" names issuer "https://id.partner.example", which is not configured',
       ),
     )
   })

@@ -34,10 +34,12 @@ describe("policy members", () => {
     })
     expect(Policy.validate(doc("user:https://other.example|x"), issuers)).toEqual(
       Either.left(
-        'member "user:https://other.example|x" names issuer "https://other.example", which is not configured',
+        'bindings[0].members[0]: member "user:https://other.example|x" names issuer "https://other.example", which is not configured',
       ),
     )
-    expect(Policy.validate(doc(`user:${B}|*`), issuers)).toEqual(Either.left(`member "user:${B}|*" has no value`))
+    expect(Policy.validate(doc(`user:${B}|*`), issuers)).toEqual(
+      Either.left(`bindings[0].members[0]: member "user:${B}|*" has no value`),
+    )
     expect(Policy.toDatalog(doc("user:https://weaker.example.org|bob"), issuers)).toEqual([
       `role("r") <- issuer("${B}"), user("bob")`,
     ])

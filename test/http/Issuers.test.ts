@@ -59,7 +59,7 @@ describeDatabases("policy members with several issuers", (db) => {
         {
           error: "bad_request",
           message:
-            'invalid policy: member "user:https://elsewhere.example|alice" names issuer "https://elsewhere.example", which is not configured',
+            'invalid policy: bindings[0].members[0]: member "user:https://elsewhere.example|alice" names issuer "https://elsewhere.example", which is not configured',
         },
       ])
       // With one issuer both spellings mean the same.

@@ -82,32 +82,32 @@ describeDatabases("mesh policy", (db) => {
       const cases: ReadonlyArray<readonly [unknown, string]> = [
         [
           { bindings: [{ role: "ghost", members: ["user:a"] }] },
-          'invalid policy: binding names undefined role "ghost"',
+          'invalid policy: bindings[0].role: binding names undefined role "ghost"',
         ],
-        [{ roles: [{ name: "r" }, { name: "r" }] }, 'invalid policy: role "r" is defined twice'],
+        [{ roles: [{ name: "r" }, { name: "r" }] }, 'invalid policy: roles[1].name: role "r" is defined twice'],
         [
           { roles: [{ name: "r", allowedLabels: ["zone"] }] },
-          'invalid policy: role "r": allowed label "zone" is not *, key=* or key=value',
+          'invalid policy: roles[0].allowed_labels[0]: role "r": allowed label "zone" is not *, key=* or key=value',
         ],
         [
           { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["node:*"] }] },
-          'invalid policy: member "node:*" has no value',
+          'invalid policy: bindings[0].members[0]: member "node:*" has no value',
         ],
         [
           { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["user:a*b"] }] },
-          'invalid policy: member "user:a*b" may carry one leading or trailing * only',
+          'invalid policy: bindings[0].members[0]: member "user:a*b" may carry one leading or trailing * only',
         ],
         [
           { roles: [{ name: "r" }], bindings: [{ role: "r", members: ["team:x"] }] },
-          'invalid policy: member "team:x" must be mesh:system:authenticated or start with node:, user:, email: or group:',
+          'invalid policy: bindings[0].members[0]: member "team:x" must be mesh:system:authenticated or start with node:, user:, email: or group:',
         ],
         [
           { roles: [{ name: "r", allowedServices: ["ftp"] }] },
-          'invalid policy: role "r": service "ftp" is not * or type://name',
+          'invalid policy: roles[0].allowed_services[0]: role "r": service "ftp" is not * or type://name',
         ],
         [
           { roles: [{ name: "r" }], bindings: [{ role: "r", members: [] }] },
-          'invalid policy: binding of role "r" has no members',
+          'invalid policy: bindings[0]: binding of role "r" has no members',
         ],
       ]
       for (const [body, message] of cases) {

@@ -1,5 +1,5 @@
 /** Runs the mesh binaries from source as child processes, as an operator would run the built ones. */
-import { spawnSync } from "node:child_process"
+import { execFile, spawnSync } from "node:child_process"
 import { join } from "node:path"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -32,3 +32,24 @@ export const runBin = (name: string, args: ReadonlyArray<string>, env: NodeJS.Pr
   })
   return { status: result.status, stdout: result.stdout, stderr: result.stderr }
 }
+
+/**
+ * As runBin, without blocking the test's event loop: what a test needs while servers of its own (a control plane, a
+ * router, nodes) run in the same process.
+ */
+export const runBinAsync = (
+  name: string,
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Completed> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      nodeArgs(name, args),
+      { cwd: root, env: { ...process.env, ...env }, encoding: "utf8", timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ status: code, stdout, stderr })
+      },
+    )
+  })

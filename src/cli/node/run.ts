@@ -15,6 +15,7 @@ import * as NodeLive from "../../layers/NodeLive.js"
 import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
 import * as Tracing from "../../layers/observability/Tracing.js"
 import * as PrivatePaths from "../../node/PrivatePaths.js"
+import * as Check from "../Check.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
 import * as NodeFlags from "./flags.js"
@@ -98,6 +99,7 @@ const flags = {
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
   logLevel: Flag.logLevel,
+  check: Check.flag,
 }
 
 /** A duration flag where 0 means no limit. */
@@ -226,9 +228,34 @@ export const settingsFromFlags = (f: Flags) =>
     })
   })
 
+/** `--check`: what would run, no secret (the API token's file is named, never its content). */
+const checkReport = (f: Flags, s: NodeConfig.NodeSettings) =>
+  Check.report("mesh-node", [
+    ["control plane", Check.optional(s.controlPlaneUrl, (u) => u, "the one recorded by join in the data folder")],
+    ["data folder", s.dataDir],
+    ["configuration", Option.getOrElse(f.config, () => joinPath(f.dataDir, NodeConfig.defaults.configFile))],
+    ["labels", Check.list(Object.entries(s.file.labels).map(([k, v]) => `${k}=${v}`))],
+    ["services", Check.list(s.file.services.map((svc) => `${svc.type}://${svc.name}`))],
+    ["listen", Check.list(s.listen)],
+    ["local API", Check.optional(s.bindAddress, Check.address, "off")],
+    ["tls", Option.isSome(s.tls) ? (Option.isSome(s.tls.value.caPath) ? "mTLS" : "TLS") : "off"],
+    ["socket", Check.optional(s.socketPath, (p) => p, "off")],
+    ["api token", Check.optional(s.apiTokenPath, (p) => `in ${p}`, "from MESH_API_TOKEN")],
+    [
+      "bootstrap token",
+      Check.secret(
+        s.bootstrapToken,
+        Option.getOrElse(f.bootstrapTokenPath, () => ""),
+      ),
+    ],
+    ["metrics", Check.optional(s.metricsAddress, Check.address, "off")],
+    ["sync", Check.duration(s.syncInterval)],
+  ])
+
 export const run = Command.make("run", flags, (f) =>
   Effect.gen(function* () {
     const settings = yield* settingsFromFlags(f)
+    if (f.check) return yield* checkReport(f, settings)
     yield* Effect.logInfo("starting node").pipe(
       Effect.annotateLogs({
         data_dir: settings.dataDir,

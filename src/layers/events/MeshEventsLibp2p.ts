@@ -131,7 +131,7 @@ export const layer = Layer.scoped(
 
     const publish = (event: MeshEvent) =>
       Effect.gen(function* () {
-        yield* memory.publish(event)
+        if (!(yield* memory.publish(event))) return
         const snapshot = yield* keyRing.snapshot
         yield* send(event, snapshot.current.seed)
       }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("mesh event not published", cause)))
@@ -141,8 +141,7 @@ export const layer = Layer.scoped(
       Stream.runForEach(({ current, previous }) =>
         Effect.gen(function* () {
           const event: MeshEvent = { type: "key_rotation", publicKey: current.publicKey, sequence: current.id }
-          yield* memory.publish(event)
-          yield* send(event, (previous ?? current).seed)
+          if (yield* memory.publish(event)) yield* send(event, (previous ?? current).seed)
         }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("key rotation not announced", cause))),
       ),
       Effect.forkScoped,

@@ -1,17 +1,24 @@
 /**
  * ChangeFeed over the database. On postgres, changes travel between replicas as NOTIFY on one channel, received by a
  * LISTEN fiber that reconnects after an outage (and counts the outage itself as a change, since notifications may
- * have been missed). On sqlite there is one server process; a write by another process (the admin command) is seen
- * when the caches expire, within seconds.
+ * have been missed). On sqlite there is one server process, and the only other writer is the admin command: the
+ * server reads sqlite's `data_version` every second, which moves when another connection has committed.
  */
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option, type Scope, Stream, SubscriptionRef } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
 import { ChangeFeed, type ChangeFeedService } from "../../services/operations/ChangeFeed.js"
 
 const CHANNEL = "mesh_changes"
 const RECONNECT_AFTER = Duration.seconds(1)
+/** How often a sqlite server looks for another process's commit: a ban from the admin command reaches nodes in 5 s. */
+export const SQLITE_POLL = Duration.seconds(1)
 
-const make = (options: { readonly listen: boolean }): Effect.Effect<ChangeFeedService, never, Scope.Scope> =>
+const realClock = Clock.make()
+
+const make = (options: {
+  readonly listen: boolean
+}): Effect.Effect<ChangeFeedService, never, Scope.Scope | SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const version = yield* SubscriptionRef.make(0)
     const bump = SubscriptionRef.update(version, (v) => v + 1)
@@ -28,6 +35,26 @@ const make = (options: { readonly listen: boolean }): Effect.Effect<ChangeFeedSe
         yield* Effect.sleep(RECONNECT_AFTER)
       }).pipe(Effect.forever)
       yield* Effect.forkScoped(listen)
+    }
+
+    if (Option.isNone(pg) && options.listen) {
+      const sql = yield* SqlClient.SqlClient
+      // Per connection, and unchanged by this connection's own commits: it moves only for another process's write.
+      const dataVersion = sql
+        .unsafe<{ data_version: number }>("PRAGMA data_version")
+        .pipe(Effect.map((rows) => Number(rows[0]?.data_version ?? 0)))
+      const seen = yield* Ref.make(yield* Effect.orElseSucceed(dataVersion, () => 0))
+      const poll = Effect.gen(function* () {
+        // The other process commits in real time, whatever clock this one runs under (a test's clock, moved by
+        // hours at once, would otherwise run thousands of polls in a row).
+        yield* Effect.withClock(Effect.sleep(SQLITE_POLL), realClock)
+        const current = yield* dataVersion
+        if ((yield* Ref.getAndSet(seen, current)) !== current) yield* bump
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logDebug("could not read sqlite's data_version", cause)),
+        Effect.forever,
+      )
+      yield* Effect.forkScoped(poll)
     }
 
     return {

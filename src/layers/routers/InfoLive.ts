@@ -1,7 +1,7 @@
 /**
  * Info from the configuration, the leases and the bans, served from memory. The cached answer is dropped when the
  * ChangeFeed reports a ban or lease change (on any replica), when the first listed lease expires, and in any case
- * after a few seconds (changes made by the admin command on sqlite reach no feed).
+ * after a few seconds (a safety net: the feed hears other processes' writes within a second).
  */
 import { create, toBinary } from "@bufbuild/protobuf"
 import { Clock, Effect, Layer } from "effect"

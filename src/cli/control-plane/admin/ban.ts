@@ -6,6 +6,10 @@ import { CLI } from "../../../services/operations/Audit.js"
 import { database, resolveDatabase } from "../flags.js"
 import { bansLayer } from "./database.js"
 
+/** What happens next, said after a ban or unban written to the database. */
+export const ANNOUNCED =
+  "a control plane running on this database announces it to routers and nodes within seconds; with none running, they learn it from /info when they next sync"
+
 export const peer = Options.text("peer").pipe(Options.withDescription("Peer ID of the node (12D3KooW...)."))
 
 export const ban = Command.make("ban", { peer, ...database }, (flags) =>
@@ -19,6 +23,10 @@ export const ban = Command.make("ban", { peer, ...database }, (flags) =>
         ? `banned ${outcome.peerId}${outcome.identityKey === undefined ? "" : ` and identity ${outcome.identityKey}`}`
         : `${outcome.peerId} was already banned`,
     )
-    yield* Console.log("running routers and nodes learn it from /info when they next sync")
+    yield* Console.log(ANNOUNCED)
   }),
-).pipe(Command.withDescription("Ban a node directly in the database; running routers learn it from /info."))
+).pipe(
+  Command.withDescription(
+    "Ban a node directly in the database, for when the control plane's API is not reachable; a control plane running on the database announces it to the mesh.",
+  ),
+)

@@ -4,7 +4,7 @@ import { Console, Effect } from "effect"
 import { Bans } from "../../../services/nodes/Bans.js"
 import { CLI } from "../../../services/operations/Audit.js"
 import { database, resolveDatabase } from "../flags.js"
-import { peer } from "./ban.js"
+import { ANNOUNCED, peer } from "./ban.js"
 import { bansLayer } from "./database.js"
 
 export const unban = Command.make("unban", { peer, ...database }, (flags) =>
@@ -18,5 +18,6 @@ export const unban = Command.make("unban", { peer, ...database }, (flags) =>
         ? `unbanned ${outcome.peerId}${outcome.identityKey === undefined ? "" : ` and identity ${outcome.identityKey}`}`
         : `${outcome.peerId} was not banned`,
     )
+    yield* Console.log(ANNOUNCED)
   }),
 ).pipe(Command.withDescription("Lift the ban of a node, and of the identity behind it."))

@@ -1,0 +1,6 @@
+/** The `--id` of an enrollment request, as `approvals list` shows it. */
+import { Options } from "@effect/cli"
+
+export const id = Options.text("id").pipe(
+  Options.withDescription("ID of the enrollment request, as `approvals list` shows it."),
+)

@@ -1,0 +1,9 @@
+/** `mesh-control-plane admin policy`: the mesh policy, through the admin API. */
+import { Command } from "@effect/cli"
+import { apply } from "./policy/apply.js"
+import { get } from "./policy/get.js"
+
+export const policy = Command.make("policy").pipe(
+  Command.withDescription("The mesh policy through the admin API: print it, or replace it from a YAML or JSON file."),
+  Command.withSubcommands([get, apply]),
+)
