@@ -6,7 +6,10 @@ import { CLI } from "../../../services/operations/Audit.js"
 import { database, resolveDatabase } from "../flags.js"
 import { bansLayer } from "./database.js"
 
-export const peer = Options.text("peer").pipe(Options.withDescription("Peer ID of the node (12D3KooW...)."))
+export const peer = Options.text("peer").pipe(
+  Options.withPseudoName("peer-id"),
+  Options.withDescription("Peer ID of the node (12D3KooW...)."),
+)
 
 export const ban = Command.make("ban", { peer, ...database }, (flags) =>
   Effect.gen(function* () {
