@@ -41,25 +41,32 @@ const PLACEHOLDERS = [
   "Sets the minimum log level for a command",
 ]
 
+/** A program under tsx takes seconds to start on a loaded machine; some tests start three. */
+const TIMEOUT = 150_000
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for ANSI escapes
 const ESCAPE = /\u001b\[/
 
 describe("--help of every command", () => {
-  it("covers every program and subcommand", () => {
-    expect(commands.map((c) => c.path.join(" "))).toEqual(
-      expect.arrayContaining([
-        "mesh-control-plane",
-        "mesh-control-plane admin",
-        "mesh-control-plane admin ban",
-        "mesh-control-plane admin unban",
-        "mesh-router",
-        "mesh-node",
-        "mesh-node join",
-        "mesh-node run",
-        "mesh-one",
-      ]),
-    )
-  })
+  it(
+    "covers every program and subcommand",
+    () => {
+      expect(commands.map((c) => c.path.join(" "))).toEqual(
+        expect.arrayContaining([
+          "mesh-control-plane",
+          "mesh-control-plane admin",
+          "mesh-control-plane admin ban",
+          "mesh-control-plane admin unban",
+          "mesh-router",
+          "mesh-node",
+          "mesh-node join",
+          "mesh-node run",
+          "mesh-one",
+        ]),
+      )
+    },
+    TIMEOUT,
+  )
 
   it.each(commands.map((c) => [c.path.join(" "), c.path] as const))(
     "%s --help: a description on every flag, usage from the program's name, one --log-level, no colour in a pipe",
@@ -83,36 +90,49 @@ describe("--help of every command", () => {
       expect(logLevels.length).toBeLessThanOrEqual(1)
       if (logLevels.length === 1) expect(logLevels[0]).toBe("--log-level debug|info|warn|error")
     },
+    TIMEOUT,
   )
 
-  it("a command that only groups others prints its help, with its commands and what each does", async () => {
-    const result = await runBin("mesh-node", [])
-    expect(result.status).toBe(0)
-    expect(result.stdout).toContain("$ mesh-node <command> [flags]")
-    expect(result.stdout).toMatch(/\n {2}join {2}Enroll this machine/)
-    expect(result.stdout).toMatch(/\n {2}run {3}Join the mesh/)
-  })
+  it(
+    "a command that only groups others prints its help, with its commands and what each does",
+    async () => {
+      const result = await runBin("mesh-node", [])
+      expect(result.status).toBe(0)
+      expect(result.stdout).toContain("$ mesh-node <command> [flags]")
+      expect(result.stdout).toMatch(/\n {2}join {2}Enroll this machine/)
+      expect(result.stdout).toMatch(/\n {2}run {3}Join the mesh/)
+    },
+    TIMEOUT,
+  )
 
-  it("the router's usage shows its optional flags in brackets, the repeatable ones included", async () => {
-    const usage =
-      (await runBin("mesh-router", ["--help"])).stdout.split("\n").find((line) => line.startsWith("$ ")) ?? ""
-    expect(usage).toContain("[--listen multiaddr...]")
-    expect(usage).toContain("[--external-addr multiaddr...]")
-    expect(usage.replace(/\[[^\]]*\]/g, "").trim()).toBe("$ mesh-router")
-  })
+  it(
+    "the router's usage shows its optional flags in brackets, the repeatable ones included",
+    async () => {
+      const usage =
+        (await runBin("mesh-router", ["--help"])).stdout.split("\n").find((line) => line.startsWith("$ ")) ?? ""
+      expect(usage).toContain("[--listen multiaddr...]")
+      expect(usage).toContain("[--external-addr multiaddr...]")
+      expect(usage.replace(/\[[^\]]*\]/g, "").trim()).toBe("$ mesh-router")
+    },
+    TIMEOUT,
+  )
 
-  it("the README's control plane table is what --help prints: every flag with its environment variable", async () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8")
-    const from = readme.indexOf("## Control plane configuration")
-    const section = readme.slice(from, readme.indexOf("\n## ", from + 1))
-    const rows = [...section.matchAll(/^\| `(--[a-z-]+)` +\| `([A-Z_]+)` +\| ([^|]+?) +\|/gm)]
-    expect(rows.length).toBeGreaterThan(15)
-    const help = (await runBin("mesh-control-plane", ["--help"])).stdout
-    for (const [, flag, env] of rows) {
-      const description = new RegExp(`\n${flag}( [^\n]*)?\n\n {2}([^\n]*)`).exec(help)?.[2] ?? ""
-      expect(description, `${flag} in --help`).toContain(`Env: ${env}.`)
-    }
-  })
+  it(
+    "the README's control plane table is what --help prints: every flag with its environment variable",
+    async () => {
+      const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8")
+      const from = readme.indexOf("## Control plane configuration")
+      const section = readme.slice(from, readme.indexOf("\n## ", from + 1))
+      const rows = [...section.matchAll(/^\| `(--[a-z-]+)` +\| `([A-Z_]+)` +\| ([^|]+?) +\|/gm)]
+      expect(rows.length).toBeGreaterThan(15)
+      const help = (await runBin("mesh-control-plane", ["--help"])).stdout
+      for (const [, flag, env] of rows) {
+        const description = new RegExp(`\n${flag}( [^\n]*)?\n\n {2}([^\n]*)`).exec(help)?.[2] ?? ""
+        expect(description, `${flag} in --help`).toContain(`Env: ${env}.`)
+      }
+    },
+    TIMEOUT,
+  )
 })
 
 describe("unknown flags", () => {
@@ -123,54 +143,78 @@ describe("unknown flags", () => {
     ["mesh-node", ["run"], "mesh-node run"],
     ["mesh-node", ["join"], "mesh-node join"],
     ["mesh-one", [], "mesh-one"],
-  ] as const)("%s %j names the unknown flag and the command, exit 2", async (program, words, command) => {
-    const result = await runBin(program, [...words, "--no-such-flag", "x"])
-    expect(result.status).toBe(2)
-    expect(result.stderr.trim()).toBe(`${program}: unknown flag --no-such-flag for ${command}; see ${command} --help`)
-  })
+  ] as const)(
+    "%s %j names the unknown flag and the command, exit 2",
+    async (program, words, command) => {
+      const result = await runBin(program, [...words, "--no-such-flag", "x"])
+      expect(result.status).toBe(2)
+      expect(result.stderr.trim()).toBe(`${program}: unknown flag --no-such-flag for ${command}; see ${command} --help`)
+    },
+    TIMEOUT,
+  )
 
-  it("a misspelt flag of the control plane is named as a flag, with the one meant", async () => {
-    const result = await runBin("mesh-control-plane", ["--db-drvier", "postgres"])
-    expect(result.status).toBe(2)
-    expect(result.stderr.trim()).toBe(
-      "mesh-control-plane: unknown flag --db-drvier for mesh-control-plane (did you mean --db-driver?); see mesh-control-plane --help",
-    )
-  })
+  it(
+    "a misspelt flag of the control plane is named as a flag, with the one meant",
+    async () => {
+      const result = await runBin("mesh-control-plane", ["--db-drvier", "postgres"])
+      expect(result.status).toBe(2)
+      expect(result.stderr.trim()).toBe(
+        "mesh-control-plane: unknown flag --db-drvier for mesh-control-plane (did you mean --db-driver?); see mesh-control-plane --help",
+      )
+    },
+    TIMEOUT,
+  )
 })
 
 describe("--log-level", () => {
-  it("is the program's own: --log-level error keeps info lines out, whichever level words @effect/cli knows", async () => {
-    for (const level of ["error", "--log-level=error"]) {
-      const args = level.startsWith("--") ? [level] : ["--log-level", level]
-      const result = await runBin("mesh-router", [...args, "--control-plane", "http://127.0.0.1:1"])
-      expect(result.status).toBe(1)
-      expect(result.stderr, level).not.toContain("level=INFO")
-      expect(result.stderr.trim()).toBe("mesh-router: not enrolled: give a bootstrap token or an ID token")
-    }
-    const info = await runBin("mesh-router", ["--log-level", "info", "--control-plane", "http://127.0.0.1:1"])
-    expect(info.stderr).toContain("level=INFO fiber=#")
-  })
+  it(
+    "is the program's own: --log-level error keeps info lines out, whichever level words @effect/cli knows",
+    async () => {
+      for (const level of ["error", "--log-level=error"]) {
+        const args = level.startsWith("--") ? [level] : ["--log-level", level]
+        const result = await runBin("mesh-router", [...args, "--control-plane", "http://127.0.0.1:1"])
+        expect(result.status).toBe(1)
+        expect(result.stderr, level).not.toContain("level=INFO")
+        expect(result.stderr.trim()).toBe("mesh-router: not enrolled: give a bootstrap token or an ID token")
+      }
+      const info = await runBin("mesh-router", ["--log-level", "info", "--control-plane", "http://127.0.0.1:1"])
+      expect(info.stderr).toContain("level=INFO fiber=#")
+    },
+    TIMEOUT,
+  )
 
-  it("refuses a level it does not know, naming the flag and the levels", async () => {
-    const result = await runBin("mesh-router", ["--log-level", "loud", "--control-plane", "http://127.0.0.1:1"])
-    expect(result.status).toBe(2)
-    expect(result.stderr).toContain('--log-level: "loud" is not one of debug, info, warn, error')
-  })
+  it(
+    "refuses a level it does not know, naming the flag and the levels",
+    async () => {
+      const result = await runBin("mesh-router", ["--log-level", "loud", "--control-plane", "http://127.0.0.1:1"])
+      expect(result.status).toBe(2)
+      expect(result.stderr).toContain('--log-level: "loud" is not one of debug, info, warn, error')
+    },
+    TIMEOUT,
+  )
 })
 
 describe("colour", () => {
-  it("only for a terminal, and never with NO_COLOR set", () => {
-    expect(Colour.allowed({ isTTY: true }, {})).toBe(true)
-    expect(Colour.allowed({ isTTY: true }, { NO_COLOR: "1" })).toBe(false)
-    expect(Colour.allowed({ isTTY: true }, { NO_COLOR: "" })).toBe(true)
-    expect(Colour.allowed({ isTTY: false }, {})).toBe(false)
-    expect(Colour.allowed({}, {})).toBe(false)
-  })
+  it(
+    "only for a terminal, and never with NO_COLOR set",
+    () => {
+      expect(Colour.allowed({ isTTY: true }, {})).toBe(true)
+      expect(Colour.allowed({ isTTY: true }, { NO_COLOR: "1" })).toBe(false)
+      expect(Colour.allowed({ isTTY: true }, { NO_COLOR: "" })).toBe(true)
+      expect(Colour.allowed({ isTTY: false }, {})).toBe(false)
+      expect(Colour.allowed({}, {})).toBe(false)
+    },
+    TIMEOUT,
+  )
 
-  it("errors @effect/cli writes reach a pipe without escape codes", async () => {
-    const result = await runBin("mesh-node", ["rnu"])
-    expect(result.status).toBe(2)
-    expect(result.stderr).toContain("Invalid subcommand")
-    expect(result.stderr).not.toMatch(ESCAPE)
-  })
+  it(
+    "errors @effect/cli writes reach a pipe without escape codes",
+    async () => {
+      const result = await runBin("mesh-node", ["rnu"])
+      expect(result.status).toBe(2)
+      expect(result.stderr).toContain("Invalid subcommand")
+      expect(result.stderr).not.toMatch(ESCAPE)
+    },
+    TIMEOUT,
+  )
 })
