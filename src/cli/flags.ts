@@ -11,19 +11,35 @@ import { UsageError } from "./run.js"
 const invalid = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
 
 const describe = (text: string, env: string, fallback?: string) =>
-  `${text}${fallback === undefined ? "" : ` Default: ${fallback}.`} Env: ${env}.`
+  `${text}${fallback === undefined || fallback === "" ? "" : ` Default: ${fallback}.`} Env: ${env}.`
+
+/** What the usage line shows for a flag's value, from its name, unless the flag says. */
+const placeholderFor = (name: string): string => {
+  if (/(-path|^config|^tls-cert|^tls-key|^tls-ca)$/.test(name)) return "file"
+  if (/-dir$/.test(name)) return "dir"
+  if (/^(control-plane|issuer)$/.test(name)) return "url"
+  if (/^(listen|external-addr)$/.test(name)) return "multiaddr"
+  if (/(-addr|-address)$/.test(name)) return "host:port"
+  return "text"
+}
+
+const named = (name: string, placeholder?: string) =>
+  Options.text(name).pipe(Options.withPseudoName(placeholder ?? placeholderFor(name)))
 
 /** A text flag with an environment fallback and a default. */
-export const text = (name: string, options: { env: string; fallback: string; description: string }) =>
-  Options.text(name).pipe(
+export const text = (
+  name: string,
+  options: { env: string; fallback: string; description: string; placeholder?: string },
+) =>
+  named(name, options.placeholder).pipe(
     Options.withFallbackConfig(Config.string(options.env)),
     Options.withDefault(options.fallback),
     Options.withDescription(describe(options.description, options.env, options.fallback)),
   )
 
 /** A text flag with an environment fallback and no default. */
-export const optionalText = (name: string, options: { env: string; description: string }) =>
-  Options.text(name).pipe(
+export const optionalText = (name: string, options: { env: string; description: string; placeholder?: string }) =>
+  named(name, options.placeholder).pipe(
     Options.withFallbackConfig(Config.string(options.env)),
     Options.optional,
     // An empty value (MESH_X= in the environment) means unset.
@@ -33,7 +49,7 @@ export const optionalText = (name: string, options: { env: string; description: 
 
 /** A text flag with an environment fallback and no default, where an empty value is a value (e.g. "disable"). */
 export const optionalAllowEmpty = (name: string, options: { env: string; description: string }) =>
-  Options.text(name).pipe(
+  named(name).pipe(
     Options.withFallbackConfig(Config.string(options.env)),
     Options.optional,
     Options.withDescription(describe(options.description, options.env)),
@@ -47,7 +63,7 @@ export const boolean = (name: string, options: { env: string; description: strin
 
 /** A non-negative integer. */
 export const integer = (name: string, options: { env: string; fallback: number; description: string }) =>
-  text(name, { ...options, fallback: String(options.fallback) }).pipe(
+  text(name, { ...options, fallback: String(options.fallback), placeholder: "n" }).pipe(
     Options.mapEffect((value) =>
       /^\d+$/.test(value.trim()) && Number.isSafeInteger(Number(value))
         ? Effect.succeed(Number(value))
@@ -57,7 +73,7 @@ export const integer = (name: string, options: { env: string; fallback: number; 
 
 /** Go-style duration text (`24h`, `15m`, `0`). */
 export const duration = (name: string, options: { env: string; fallback: string; description: string }) =>
-  text(name, options).pipe(
+  text(name, { ...options, placeholder: "duration" }).pipe(
     Options.mapEffect((value) =>
       Either.match(GoDuration.parse(value), {
         onLeft: (reason) => Effect.fail(invalid(`--${name}: ${reason}`)),
@@ -72,7 +88,11 @@ export const choice = <const A extends string>(
   choices: ReadonlyArray<A>,
   options: { env: string; fallback: A; description: string },
 ) =>
-  text(name, { ...options, description: `${options.description} One of: ${choices.join(", ")}.` }).pipe(
+  text(name, {
+    ...options,
+    description: `${options.description} One of: ${choices.join(", ")}.`,
+    placeholder: choices.join("|"),
+  }).pipe(
     Options.mapEffect((value) =>
       (choices as ReadonlyArray<string>).includes(value)
         ? Effect.succeed(value as A)
@@ -80,10 +100,14 @@ export const choice = <const A extends string>(
     ),
   )
 
-/** A repeatable flag; its environment fallback (comma-separated) is read by the command, as @effect/cli has none. */
+/**
+ * A repeatable flag; its environment fallback (comma-separated) is read by the command, as @effect/cli has none.
+ * The empty default puts it in brackets on the usage line: it may be left out.
+ */
 export const repeatable = (name: string, env: string, description: string) =>
-  Options.text(name).pipe(
+  named(name).pipe(
     Options.repeated,
+    Options.withDefault([] as Array<string>),
     Options.withDescription(`${description} Repeatable. Env: ${env} (comma-separated).`),
   )
 

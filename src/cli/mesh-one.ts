@@ -34,6 +34,7 @@ import * as Ready from "./one/Ready.js"
 
 const port = (name: string, fallback: number, what: string) =>
   Options.integer(name).pipe(
+    Options.withPseudoName("port"),
     Options.withDefault(fallback),
     Options.withDescription(`${what} port on 127.0.0.1 (0: any free port). Default: ${fallback}.`),
   )

@@ -1,11 +1,14 @@
 /**
  * Runs a mesh command as a process: parses argv, and turns every failure into one line on stderr and a non-zero exit
- * code (2 for usage errors, 1 for failures at run time) instead of a stack trace.
+ * code (2 for usage errors, 1 for failures at run time) instead of a stack trace. `--help` and unknown flags are
+ * answered here, before @effect/cli (see Help.ts), and `--log-level` goes to the command's own flag.
  */
-import { Command, ValidationError } from "@effect/cli"
+import { Command, HelpDoc, ValidationError } from "@effect/cli"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Cause, Data, Effect, Exit } from "effect"
+import { Cause, ConfigProvider, Data, Effect, Exit, Option } from "effect"
 import pkg from "../../package.json" with { type: "json" }
+import * as Colour from "./Colour.js"
+import * as Help from "./Help.js"
 
 export const EXIT_USAGE = 2
 
@@ -17,9 +20,38 @@ export const runCommand = <Name extends string, E, A>(
   command: Command.Command<Name, NodeContext.NodeContext, E, A>,
   argv: ReadonlyArray<string>,
 ): void => {
-  const program = Command.run(command, { name, version: pkg.version })(argv)
+  const [runtime = "node", script = name, ...args] = argv
+  const { rest, logLevel } = takeLogLevel(args)
+  const tree = Help.tree(command)
+  const { node, path } = Help.commandAt(tree, rest)
+  // A command that only groups others (`mesh-node`) does nothing by itself: its help says what it groups.
+  const bare = rest.filter((arg) => !arg.startsWith("-")).length === path.length - 1
+  if (wantsHelp(rest) || (bare && node.children.length > 0 && !Help.runsItself(node))) {
+    process.stdout.write(
+      `${Colour.forStream(process.stdout, HelpDoc.toAnsiText(Help.render(path, node, pkg.version)))}\n`,
+    )
+    return
+  }
+  const unknown = Help.unknownFlag(tree, rest)
+  if (Option.isSome(unknown)) {
+    const { flag, command: at, closest } = unknown.value
+    const hint = Option.match(closest, { onNone: () => "", onSome: (known) => ` (did you mean ${known}?)` })
+    process.stderr.write(`${name}: unknown flag ${flag} for ${at}${hint}; see ${at} --help\n`)
+    process.exitCode = EXIT_USAGE
+    return
+  }
+  const program = Command.run(command, { name, version: pkg.version, executable: name })([runtime, script, ...rest])
   NodeRuntime.runMain(
     program.pipe(
+      Colour.plainWhereNeeded,
+      // The command's own --log-level reads MESH_LOG_LEVEL when the flag is absent: the flag given is passed there.
+      Option.isSome(logLevel)
+        ? Effect.withConfigProvider(
+            ConfigProvider.fromMap(new Map([["MESH_LOG_LEVEL", logLevel.value]])).pipe(
+              ConfigProvider.orElse(() => ConfigProvider.fromEnv()),
+            ),
+          )
+        : (effect) => effect,
       Effect.provide(NodeContext.layer),
       Effect.exit,
       Effect.flatMap((exit) =>
@@ -42,7 +74,13 @@ export const runCommand = <Name extends string, E, A>(
         }),
       ),
     ) as Effect.Effect<void, never, never>,
-    { disableErrorReporting: true, disablePrettyLogger: true },
+    {
+      disableErrorReporting: true,
+      disablePrettyLogger: true,
+      // On a signal the process exits with the code the program chose (a join left waiting: 130), else 0.
+      teardown: (exit, onExit) =>
+        onExit(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) ? 1 : Number(process.exitCode ?? 0)),
+    },
   )
 }
 
@@ -50,4 +88,35 @@ const describe = (cause: Cause.Cause<unknown>): string => {
   const error = Cause.squash(cause)
   const message = error instanceof Error ? error.message : String(error)
   return message.split("\n")[0] ?? "failed"
+}
+
+const wantsHelp = (args: ReadonlyArray<string>) => {
+  const end = args.indexOf("--")
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === "--help" || arg === "-h")
+}
+
+/**
+ * Takes `--log-level <level>` (or `=level`) out of argv. @effect/cli has a `--log-level` of its own, read before the
+ * command's flags, whose levels are not ours and whose setting the command's logger replaces: given to it,
+ * `--log-level error` changed nothing. The last one given wins, as for any flag.
+ */
+export const takeLogLevel = (args: ReadonlyArray<string>) => {
+  const rest: Array<string> = []
+  let logLevel = Option.none<string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? ""
+    if (arg === "--") {
+      rest.push(...args.slice(i))
+      break
+    }
+    if (arg === "--log-level" && i + 1 < args.length) {
+      logLevel = Option.some(args[i + 1] ?? "")
+      i++
+    } else if (arg.startsWith("--log-level=")) {
+      logLevel = Option.some(arg.slice("--log-level=".length))
+    } else {
+      rest.push(arg)
+    }
+  }
+  return { rest, logLevel }
 }

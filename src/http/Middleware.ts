@@ -49,6 +49,22 @@ const LIMITED_ROUTES = new Set(["/register", "/enroll", "/enroll/status", "/cons
 /** The metrics label of a request no route takes (answered 404 here, before the router). */
 const UNMATCHED = "unmatched"
 
+/**
+ * `/console/` is how people type a page's address; every path has one spelling, so it is sent to `/console` (308)
+ * rather than served under a second one or refused with 404.
+ */
+const consoleWithSlash = (request: HttpServerRequest.HttpServerRequest) => {
+  if (request.method !== "GET" && request.method !== "HEAD") return undefined
+  const q = request.url.indexOf("?")
+  const path = q === -1 ? request.url : request.url.slice(0, q)
+  return path === "/console/"
+    ? HttpServerResponse.empty({
+        status: 308,
+        headers: { location: `/console${q === -1 ? "" : request.url.slice(q)}` },
+      })
+    : undefined
+}
+
 /** Probes and scrapes are not counted, so dashboards show traffic rather than monitoring. */
 const UNCOUNTED = new Set(["/healthz", "/readyz", "/metrics"])
 
@@ -92,7 +108,7 @@ export const layer = HttpApiBuilder.middleware(
         Effect.gen(function* () {
           const refused =
             route === UNMATCHED
-              ? ErrorResponse.body(404, "not_found", "no such route")
+              ? (consoleWithSlash(request) ?? ErrorResponse.body(404, "not_found", "no such route"))
               : (refuseBody(request, maxBody) ?? (yield* limit(route, request)))
           let response =
             refused ??

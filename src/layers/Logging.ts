@@ -4,6 +4,7 @@
  * the trace and span ids.
  */
 import {
+  Cause,
   Config,
   Context,
   Effect,
@@ -12,21 +13,48 @@ import {
   HashMap,
   Layer,
   Logger,
-  type LogLevel,
+  LogLevel,
   Option,
   Tracer,
 } from "effect"
 
 export type LogFormat = "text" | "json"
 
-export const layer = (level: LogLevel.LogLevel, format: LogFormat): Layer.Layer<never> =>
-  Layer.merge(
+export const layer = (level: LogLevel.LogLevel, format: LogFormat): Layer.Layer<never> => {
+  const base = withTraceIds(format === "json" ? Logger.jsonLogger : Logger.logfmtLogger)
+  return Layer.merge(
     Logger.replace(
       Logger.defaultLogger,
-      Logger.withConsoleError(withTraceIds(format === "json" ? Logger.jsonLogger : Logger.logfmtLogger)),
+      Logger.withConsoleError(LogLevel.lessThanEqual(level, LogLevel.Debug) ? base : withoutStacks(base)),
     ),
     Logger.minimumLogLevel(level),
   )
+}
+
+/**
+ * A line that carries a failure says what failed in one `error` field, not with a JavaScript stack: warnings such
+ * as "joining the mesh failed; retrying" are read by operators, and a stack buries the reason. `--log-level debug`
+ * keeps the whole cause, stacks included, for whoever debugs the program.
+ */
+export const withoutStacks = <O>(logger: Logger.Logger<unknown, O>): Logger.Logger<unknown, O> =>
+  Logger.mapInputOptions(logger, (options) =>
+    Cause.isEmpty(options.cause)
+      ? options
+      : {
+          ...options,
+          cause: Cause.empty,
+          annotations: HashMap.set(options.annotations, "error", summary(options.cause)),
+        },
+  )
+
+/** The first failure of a cause in one line: its message, or "interrupted". */
+export const summary = (cause: Cause.Cause<unknown>): string => {
+  if (Cause.isInterruptedOnly(cause)) return "interrupted"
+  const error = Cause.squash(cause)
+  const message = (error as { message?: unknown } | undefined)?.message
+  const text = typeof message === "string" ? message : String(error)
+  return (text.split("\n")[0] ?? "").slice(0, 500)
+}
 
 /**
  * Lines logged inside a span carry its `trace_id` and `span_id` while tracing is on, so a log line leads to its

@@ -195,6 +195,9 @@ describe("mesh-one", () => {
     )
     const again = await startMeshOne()
     try {
+      // The table lists what each node publishes, the user's own service next to the demo.
+      expect(again.out).toMatch(/^ {2}node A {10}http:\S+ +publishes mcp:\/\/demo \(mesh-one's demo tools/m)
+      expect(again.out).toMatch(/^ {48}publishes mcp:\/\/everything \(The MCP reference server\)$/m)
       const tokenB = readFileSync(join(dir, "node-b", "api-token"), "utf8").trim()
       const published = async () => {
         const answer = await fetch(`${again.nodeB}/mesh/service/discover?type=mcp&name=everything`, {
@@ -243,6 +246,7 @@ describe("the README", () => {
       tokenPath: join(data, name, "api-token"),
       socket: join(data, name, "mesh.sock"),
       configPath: join(data, name, "mesh-node.yaml"),
+      services: [],
     })
     const printed = Banner.commands({
       dataDir: data,

@@ -231,6 +231,15 @@ const operator = async (cp: Harness.ControlPlaneHarness, context: BrowserContext
     .locator("section", { hasText: "Live routers" })
     .getByText("/ip4/10.0.0.1/tcp/4001", { exact: false })
     .waitFor()
+  // Nodes and routers are counted apart, and the router's figures say when they were measured.
+  const nodesStat = page.locator(".stat", { has: page.locator(".stat-label", { hasText: /^Nodes$/ }) })
+  const nodeCount = (await run(admin(cp, "GET", "/admin/status"))).json as { nodes: Array<{ role: string }> }
+  expect(await nodesStat.locator(".stat-value").textContent()).toBe(
+    String(nodeCount.nodes.filter((n) => n.role !== "mesh:role:router").length),
+  )
+  await page.locator(".stat", { hasText: "Live routers" }).getByText("with a live lease · 1 enrolled").waitFor()
+  await page.getByText("as each router measured them when it last renewed its lease", { exact: false }).waitFor()
+  await page.locator("section", { hasText: "Live routers" }).getByRole("columnheader", { name: "Measured" }).waitFor()
   await shot("02-overview")
 
   // Nodes: filter by label, ban and unban, autonomous recovery.

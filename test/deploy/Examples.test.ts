@@ -52,6 +52,10 @@ describe("examples", () => {
     expect([...kinds].sort()).toEqual(["a2a over HTTP", "inference over HTTP", "mcp over HTTP", "mcp over stdio"])
   })
 
+  it("no node configuration says its services go unpublished: stdio ones are published too (see MeshOne.test)", () => {
+    for (const file of nodeFiles) expect(readFileSync(file, "utf8"), file).not.toMatch(/not (be )?published/i)
+  })
+
   it("the policy is accepted by the control plane, issuer-qualified members included", () => {
     const file = join(examples, "policy.yaml")
     const result = accepted(file, ["https://id.example.com", "https://id.partner.example"])

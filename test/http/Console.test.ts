@@ -50,18 +50,29 @@ describe("the console's files", () => {
       }),
   )
 
-  it.scoped("an unknown file is 404 in the error body, and the page answers under one spelling", () =>
-    Effect.gen(function* () {
-      const cp = yield* Harness.make()
-      const missing = yield* get(`${cp.url}/console/assets/console-AAAAAAAA.js`)
-      expect([missing.status, JSON.parse(missing.text)]).toEqual([
-        404,
-        { error: "not_found", message: "no such console file" },
-      ])
-      for (const spelling of ["/console/", "/Console", "/console/index.html", "/console/assets/"]) {
-        expect((yield* get(`${cp.url}${spelling}`)).status).toBe(404)
-      }
-    }),
+  it.scoped(
+    "an unknown file is 404 in the error body; the page answers under one spelling, /console/ leads there",
+    () =>
+      Effect.gen(function* () {
+        const cp = yield* Harness.make()
+        const missing = yield* get(`${cp.url}/console/assets/console-AAAAAAAA.js`)
+        expect([missing.status, JSON.parse(missing.text)]).toEqual([
+          404,
+          { error: "not_found", message: "no such console file" },
+        ])
+        for (const spelling of ["/Console", "/console/index.html", "/console/assets/", "/console//"]) {
+          expect((yield* get(`${cp.url}${spelling}`)).status).toBe(404)
+        }
+        // The address people type: sent to the one spelling, the query kept (a sign-in's return).
+        for (const [typed, location] of [
+          ["/console/", "/console"],
+          ["/console/?code=x", "/console?code=x"],
+        ] as const) {
+          const answer = yield* get(`${cp.url}${typed}`)
+          expect([answer.status, answer.headers.get("location")], typed).toEqual([308, location])
+        }
+        expect((yield* get(`${cp.url}/console/`, { redirect: "follow" })).status).toBe(200)
+      }),
   )
 })
 

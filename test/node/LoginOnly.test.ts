@@ -1,3 +1,4 @@
+import { resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -53,7 +54,10 @@ describe("a node without an identity", () => {
 
           const login = yield* mcpClient(node)
           expect(login.getServerVersion()?.name).toBe("mesh-node-login")
-          expect(login.getInstructions()).toContain("mesh-node join")
+          // The running node's own folder and control plane: `join` run without them enrolls somewhere else.
+          expect(login.getInstructions()).toContain(
+            `mesh-node join --control-plane ${cp.url} --data-dir ${resolve(node.dataDir)} --bootstrap-token-path <file>`,
+          )
           const tools = yield* Effect.promise(() => login.listTools())
           expect(tools.tools.map((t) => t.name)).toEqual(["get_login_instructions"])
           const told = yield* Effect.promise(() => login.callTool({ name: "get_login_instructions", arguments: {} }))

@@ -19,9 +19,14 @@ const byRole = (nodes: AdminStatus["nodes"]) => {
 const count = (n: number, tone: "good" | "warn" | "bad") =>
   n === 0 ? h("span", { class: "muted" }, "0") : badge(String(n), tone)
 
+/** Routers enroll like nodes and are listed with them; the overview counts them apart. */
+const ROUTER_ROLE = "mesh:role:router"
+
 const adminView = (status: AdminStatus) => {
-  const banned = status.nodes.filter((n) => n.state === "banned").length
-  const admitted = status.nodes.filter((n) => n.state === "admitted").length
+  const nodes = status.nodes.filter((n) => n.role !== ROUTER_ROLE)
+  const enrolledRouters = status.nodes.length - nodes.length
+  const banned = nodes.filter((n) => n.state === "banned").length
+  const admitted = nodes.filter((n) => n.state === "admitted").length
   const activeTokens = status.bootstrap_tokens.filter((t) => t.state === "active").length
   const pending = status.counts.pending_enrollments
   const current = status.signing_keys.find((k) => k.retires_at === null)
@@ -29,15 +34,15 @@ const adminView = (status: AdminStatus) => {
     h(
       "div",
       { class: "stats" },
-      stat(
-        "Nodes",
-        status.counts.nodes,
-        h("span", { class: "stat-detail" }, `${admitted} admitted · ${banned} banned`),
-      ),
+      stat("Nodes", nodes.length, h("span", { class: "stat-detail" }, `${admitted} admitted · ${banned} banned`)),
       stat(
         "Live routers",
         status.counts.routers,
-        h("span", { class: "stat-detail" }, status.counts.routers === 0 ? "none holds a lease" : "with a live lease"),
+        h(
+          "span",
+          { class: "stat-detail" },
+          `${status.counts.routers === 0 ? "none holds a lease" : "with a live lease"} · ${enrolledRouters} enrolled`,
+        ),
       ),
       stat(
         "Pending approvals",
@@ -141,10 +146,17 @@ const adminView = (status: AdminStatus) => {
               },
               { title: "Connected peers", className: "num", cell: (r) => r.connected_peers },
               { title: "DHT size", className: "num", cell: (r) => r.dht_size },
-              { title: "Renewed", cell: (r) => time(r.renewed_at) },
+              { title: "Measured", cell: (r) => time(r.renewed_at) },
               { title: "Lease ends", cell: (r) => time(r.expires_at) },
             ],
             status.routers,
+          ),
+      status.routers.length === 0
+        ? null
+        : h(
+            "p",
+            { class: "hint" },
+            "Peers and DHT size as each router measured them when it last renewed its lease: at start, within 10 seconds of a change, and every lease renewal interval.",
           ),
     ),
   ]

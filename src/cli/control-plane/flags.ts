@@ -14,6 +14,7 @@ export const database = {
   }),
   dbDsn: Flag.text("db-dsn", {
     env: "MESH_DB_DSN",
+    placeholder: "dsn",
     fallback: defaults.dbDsn,
     description: "Database DSN: a sqlite file path, or a postgres URL.",
   }),
@@ -48,6 +49,7 @@ export const server = {
   }),
   allowedAudiences: Flag.text("allowed-audiences", {
     env: "MESH_ALLOWED_AUDIENCES",
+    placeholder: "list",
     fallback: defaults.allowedAudiences.join(","),
     description: "Audiences accepted in OIDC tokens, comma-separated.",
   }),

@@ -4,15 +4,16 @@
  */
 import { readFile } from "node:fs/promises"
 import { Command } from "@effect/cli"
-import { Console, Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Console, Duration, Effect, Either, Layer, Option, Redacted, Ref } from "effect"
 import * as Labels from "../../domain/Labels.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
 import * as Logging from "../../layers/Logging.js"
 import * as ControlPlaneClientLive from "../../layers/member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../../layers/member/MembershipLive.js"
-import { Membership } from "../../services/member/Membership.js"
+import { Membership, type PendingEnrollment } from "../../services/member/Membership.js"
 import * as Flag from "../flags.js"
 import { UsageError } from "../run.js"
+import * as Approval from "./Approval.js"
 import * as NodeFlags from "./flags.js"
 
 const flags = {
@@ -20,9 +21,15 @@ const flags = {
   dataDir: NodeFlags.dataDir,
   bootstrapTokenPath: NodeFlags.bootstrapTokenPath,
   jwtPath: NodeFlags.jwtPath,
-  role: Flag.text("role", { env: "MESH_ROLE", fallback: NODE_ROLE, description: "Role to request." }),
+  role: Flag.text("role", {
+    env: "MESH_ROLE",
+    fallback: NODE_ROLE,
+    placeholder: "role",
+    description: "Role to request; the policy's roles say what each may do.",
+  }),
   labels: Flag.text("labels", {
     env: "MESH_LABELS",
+    placeholder: "k=v,...",
     fallback: "",
     description: "Labels to attest, as k=v[,k=v]; the policy must allow them.",
   }),
@@ -42,6 +49,8 @@ export const join = Command.make("join", flags, (f) =>
     const bootstrapToken = Option.isSome(f.bootstrapTokenPath)
       ? Option.some(yield* Flag.readSecretFile(f.bootstrapTokenPath.value))
       : Option.none()
+    /** Set while the request waits for approval: a Ctrl-C then leaves it queued, and says how to resume. */
+    const waiting = yield* Ref.make(Option.none<PendingEnrollment>())
     const membership = MembershipLive.layer({
       role: f.role,
       labels,
@@ -51,6 +60,8 @@ export const join = Command.make("join", flags, (f) =>
       ),
       dataDir: Option.some(f.dataDir),
       syncInterval: Duration.minutes(5),
+      onPending: (pending) =>
+        Effect.zipRight(Ref.set(waiting, Option.some(pending)), Console.log(Approval.waiting(url, pending))),
     }).pipe(Layer.provide(ControlPlaneClientLive.layer(url)))
     yield* Effect.gen(function* () {
       const member = yield* Membership
@@ -60,6 +71,23 @@ export const join = Command.make("join", flags, (f) =>
       yield* Console.log(`  role         ${f.role}`)
       yield* Console.log(`  credential   valid until ${expires}`)
       yield* Console.log(`  stored in    ${f.dataDir}`)
-    }).pipe(Effect.provide(membership))
+    }).pipe(
+      Effect.provide(membership),
+      Effect.onInterrupt(() =>
+        Effect.flatMap(Ref.get(waiting), (pending) =>
+          Option.match(pending, {
+            onNone: () => Effect.void,
+            onSome: (p) =>
+              Effect.zipRight(
+                Console.error(Approval.stopped(p, process.argv.slice(2))),
+                // The request is still queued, not joined: a script must not read this as success.
+                Effect.sync(() => {
+                  process.exitCode = Approval.EXIT_STOPPED_WAITING
+                }),
+              ),
+          }),
+        ),
+      ),
+    )
   }).pipe(Effect.provide(Logging.layerFromConfig(f.logLevel))),
 ).pipe(Command.withDescription("Enroll this machine in the mesh and store its identity."))

@@ -35,6 +35,7 @@ const flags = {
   }),
   allowedHosts: Flag.text("allowed-hosts", {
     env: "MESH_ALLOWED_HOSTS",
+    placeholder: "names",
     fallback: "",
     description:
       "Comma-separated names the local API answers to in Host and Origin besides loopback ones and the --bind-addr host (DNS-rebinding protection); * takes any.",
@@ -88,6 +89,7 @@ const flags = {
   }),
   maxResponseBytes: Flag.optionalText("max-response-bytes", {
     env: "MESH_MAX_RESPONSE_BYTES",
+    placeholder: "bytes",
     description: `Most bytes read from a peer per response (an MCP answer, a proxied or inference answer); past it the exchange is reset. Default: max_response_bytes of the configuration file, else ${NodeConfig.defaults.maxResponseBytes}.`,
   }),
   inferenceHeadersTimeout: Flag.duration("inference-headers-timeout", {

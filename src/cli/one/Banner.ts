@@ -4,7 +4,6 @@
  * Paths under the working folder are shown relative to it, so the commands stay short and copyable.
  */
 import { isAbsolute, join, relative } from "node:path"
-import * as DemoInference from "../../demo/DemoInference.js"
 import type { StartedNode } from "./Nodes.js"
 
 export interface Mesh {
@@ -48,8 +47,15 @@ export const commands = (mesh: Mesh): ReadonlyArray<readonly [string, string]> =
   ]
 }
 
-const node = (name: string, n: StartedNode, serves: string, shown: (path: string) => string) => [
-  `  ${name.padEnd(16)}${n.url.padEnd(30)}${serves}`,
+/** `mcp://demo (what it is)`: a service as the mesh names it, with its description. */
+const service = (s: StartedNode["services"][number]) =>
+  `${s.type}://${s.name}${s.description === "" ? "" : ` (${s.description})`}`
+
+/** One line per service the node publishes, the first beside its address: the demo and any the user added. */
+const node = (name: string, n: StartedNode, shown: (path: string) => string) => [
+  ...(n.services.length === 0 ? [""] : n.services.map((s) => `publishes ${service(s)}`)).map((serves, i) =>
+    i === 0 ? `  ${name.padEnd(16)}${n.url.padEnd(30)}${serves}` : `  ${"".padEnd(16)}${"".padEnd(30)}${serves}`,
+  ),
   `    API token     ${shown(n.tokenPath)}   (mode 0600)`,
   `    socket        ${shown(n.socket)}   (no token needed)`,
   `    config        ${shown(n.configPath)}`,
@@ -66,8 +72,8 @@ export const render = (mesh: Mesh): string => {
     `  ${"OIDC issuer".padEnd(16)}${mesh.issuer.padEnd(30)}DEVELOPMENT ONLY: it signs an ID token for anyone`,
     `  ${"admin token".padEnd(16)}${shown(join(mesh.dataDir, "admin-token"))}`,
     `  ${"router".padEnd(16)}${mesh.routers.join(" ")}`,
-    ...node("node A", mesh.a, "publishes mcp://demo (tools word_count, sha256)", shown),
-    ...node("node B", mesh.b, `publishes inference://demo (model ${DemoInference.MODEL})`, shown),
+    ...node("node A", mesh.a, shown),
+    ...node("node B", mesh.b, shown),
     `  ${"demo tools".padEnd(16)}${mesh.demoMcp.padEnd(30)}the MCP server behind node A`,
     `  ${"demo model".padEnd(16)}${`${mesh.demoInference}/v1`.padEnd(30)}the OpenAI-compatible server behind node B`,
     "",

@@ -29,6 +29,8 @@ export interface StartedNode {
   readonly tokenPath: string
   readonly socket: string
   readonly configPath: string
+  /** Every service the node publishes: its configuration file's, and the demo unless the file declares it. */
+  readonly services: ReadonlyArray<NodeFile.ServiceSpec>
 }
 
 const template = (
@@ -53,7 +55,7 @@ export const configuration = (configPath: string, demo: NodeFile.ServiceSpec) =>
     if (Either.isLeft(parsed)) return yield* new UsageError({ message: `${configPath}: ${parsed.left}` })
     const file = parsed.right
     const declared = file.services.some((s) => s.type === demo.type && s.name === demo.name)
-    return declared ? file : { ...file, services: [...file.services, demo] }
+    return declared ? file : { ...file, services: [demo, ...file.services] }
   })
 
 /** Builds the node in the current scope; it enrolls once and keeps its identity and API token in its folder. */
@@ -91,5 +93,6 @@ export const start = (spec: NodeSpec) =>
       tokenPath: join(spec.dir, NodeConfig.defaults.apiTokenFile),
       socket,
       configPath,
+      services: file.services,
     } satisfies StartedNode
   })

@@ -27,19 +27,35 @@ import {
 const TIMEOUT = Duration.seconds(15)
 const PROTOBUF = "application/x-protobuf"
 
+/**
+ * Why fetch failed, with its cause: fetch says only "fetch failed" and keeps the reason (connection refused, a name
+ * that does not resolve, a certificate) in `cause`.
+ */
+export const failure = (error: unknown): string => {
+  const e = error as { message?: string; cause?: { message?: string; code?: string } }
+  const cause = e.cause?.message ?? e.cause?.code
+  const message = e.message ?? String(error)
+  return cause === undefined || cause === "" ? message : `${message}: ${cause}`
+}
+
 export const make = (baseUrl: string) => {
   const url = baseUrl.replace(/\/+$/, "")
+  /** Every failure names the URL asked, so the operator sees which address (and which flag) to check. */
+  const unreachable = (path: string, why: string) => new ControlPlaneUnreachable({ reason: `${url}${path}: ${why}` })
 
   const call = (path: string, init: RequestInit) =>
     Effect.tryPromise({
       try: (signal) => fetch(`${url}${path}`, { ...init, signal }),
-      catch: (error) => new ControlPlaneUnreachable({ reason: (error as Error).message }),
+      catch: (error) => unreachable(path, failure(error)),
     }).pipe(
-      Effect.timeoutFail({ duration: TIMEOUT, onTimeout: () => new ControlPlaneUnreachable({ reason: "timed out" }) }),
+      Effect.timeoutFail({
+        duration: TIMEOUT,
+        onTimeout: () => unreachable(path, `no answer within ${Duration.format(TIMEOUT)}`),
+      }),
       Effect.flatMap((response) =>
         Effect.tryPromise({
           try: () => response.arrayBuffer(),
-          catch: (error) => new ControlPlaneUnreachable({ reason: (error as Error).message }),
+          catch: (error) => unreachable(path, failure(error)),
         }).pipe(Effect.map((body) => ({ status: response.status, body: new Uint8Array(body) }))),
       ),
       Effect.flatMap(({ status, body }) => {
@@ -54,7 +70,9 @@ export const make = (baseUrl: string) => {
           // Not our error body (a proxy in between): keep the status.
         }
         return Effect.fail(
-          status >= 500 ? new ControlPlaneUnreachable({ reason }) : new ControlPlaneRefused({ status, code, reason }),
+          status >= 500
+            ? unreachable(path, `HTTP ${status}: ${reason}`)
+            : new ControlPlaneRefused({ status, code, reason }),
         )
       }),
     )
@@ -64,7 +82,7 @@ export const make = (baseUrl: string) => {
     (bytes: Uint8Array) =>
       Effect.try({
         try: () => fromBinary(schema, bytes),
-        catch: () => new ControlPlaneUnreachable({ reason: `answer is not a ${schema.name}` }),
+        catch: () => new ControlPlaneUnreachable({ reason: `${url}: answer is not a ${schema.name}` }),
       })
 
   const post = <In extends DescMessage, Out extends DescMessage>(

@@ -107,6 +107,13 @@ export const make = (
           labels: options.labels,
         }
         let answer = yield* client.enroll(signer, request)
+        if (answer.status === EnrollmentStatus.PENDING && options.onPending !== undefined) {
+          yield* options.onPending({
+            peerId: signer.peerId,
+            requestId: answer.requestId,
+            pollInterval: Duration.seconds(Math.max(1, answer.pollIntervalSeconds)),
+          })
+        }
         while (answer.status === EnrollmentStatus.PENDING) {
           yield* Effect.logInfo("enrollment waits for approval").pipe(
             Effect.annotateLogs({ request_id: answer.requestId }),

@@ -19,9 +19,11 @@ import {
   SubscriptionRef,
 } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
+import { joinCommand } from "../../domain/LoginCommand.js"
 import { Membership } from "../../services/member/Membership.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { NodeLifecycle, type Phase } from "../../services/node/NodeLifecycle.js"
+import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MemberStore from "../member/MemberStore.js"
 import * as MemberLive from "./MemberLive.js"
 
@@ -69,8 +71,33 @@ export const layer = Layer.scoped(
         )
       })
 
+    /**
+     * Said once when the node starts waiting for a login: the command that logs it in, and whether the control plane
+     * it would join answers at all (a dead one would otherwise show only when the user tries to join).
+     */
+    const tellLogin = Effect.gen(function* () {
+      const controlPlane = Option.isSome(settings.controlPlaneUrl)
+        ? settings.controlPlaneUrl
+        : yield* store.loadControlPlane.pipe(Effect.orElseSucceed(() => Option.none<string>()))
+      yield* Effect.logWarning("not logged in to a mesh: serving only the login instructions until it is").pipe(
+        Effect.annotateLogs({ log_in_with: joinCommand(Option.getOrUndefined(controlPlane), settings.dataDir) }),
+      )
+      if (Option.isNone(controlPlane)) {
+        return yield* Effect.logWarning("no control plane known: give --control-plane (or MESH_CONTROL_PLANE)")
+      }
+      yield* ControlPlaneClientLive.make(controlPlane.value).info.pipe(
+        Effect.matchEffect({
+          onFailure: (error) => Effect.logWarning(error.message),
+          onSuccess: () =>
+            Effect.logInfo("control plane answers").pipe(Effect.annotateLogs({ control_plane: controlPlane.value })),
+        }),
+        Effect.fork,
+      )
+    })
+
     const run = Effect.gen(function* () {
       let url = yield* joinable
+      if (Option.isNone(url)) yield* tellLogin
       while (Option.isNone(url)) {
         yield* SubscriptionRef.set(phase, { _tag: "LoginRequired" })
         yield* Effect.sleep(IDENTITY_POLL)

@@ -5,20 +5,21 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import pkg from "../../../package.json" with { type: "json" }
+import { joinCommand } from "../../domain/LoginCommand.js"
 
-export const instructionsText = (controlPlane: string | undefined) =>
+export const instructionsText = (controlPlane: string | undefined, dataDir: string) =>
   [
     "This mesh node is not logged in to a mesh yet, so it cannot reach other machines' services.",
     "To log it in, run this in a terminal on the same machine:",
     "",
-    `    mesh-node join --control-plane ${controlPlane ?? "<control plane URL>"} --bootstrap-token-path <file>`,
+    `    ${joinCommand(controlPlane, dataDir)}`,
     "",
     "(or --jwt-path <file> with an ID token from the mesh's identity provider; ask the mesh operator for either).",
     "The node picks up the new identity by itself within a few seconds; then reconnect this MCP client.",
   ].join("\n")
 
-export const make = (controlPlane: string | undefined): McpServer => {
-  const text = instructionsText(controlPlane)
+export const make = (controlPlane: string | undefined, dataDir: string): McpServer => {
+  const text = instructionsText(controlPlane, dataDir)
   const server = new McpServer(
     { name: "mesh-node-login", version: pkg.version },
     { instructions: text, capabilities: { tools: {}, prompts: {} } },

@@ -28,7 +28,7 @@ const login = Effect.gen(function* () {
   return yield* raw((req, res) =>
     Effect.promise(async () => {
       // Stateless: a server and transport per request, since the login server keeps nothing between calls.
-      const server = LoginServer.make(Option.getOrUndefined(settings.controlPlaneUrl))
+      const server = LoginServer.make(Option.getOrUndefined(settings.controlPlaneUrl), settings.dataDir)
       const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
       res.once("close", () => {
         void transport.close()

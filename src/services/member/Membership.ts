@@ -21,6 +21,15 @@ export interface MembershipOptions {
   readonly syncInterval: Duration.Duration
   /** Spread each sync by up to a tenth more, so a fleet started together does not ask in step. */
   readonly jitter?: boolean
+  /** Told once when a bootstrap enrollment is queued for an operator's approval, before the polling starts. */
+  readonly onPending?: (pending: PendingEnrollment) => Effect.Effect<void>
+}
+
+/** A bootstrap enrollment waiting for approval: what the operator approves, and how often its status is asked. */
+export interface PendingEnrollment {
+  readonly peerId: string
+  readonly requestId: string
+  readonly pollInterval: Duration.Duration
 }
 
 export interface MembershipService {

@@ -10,7 +10,10 @@ import { bansLayer } from "./database.js"
 export const ANNOUNCED =
   "a control plane running on this database announces it to routers and nodes within seconds; with none running, they learn it from /info when they next sync"
 
-export const peer = Options.text("peer").pipe(Options.withDescription("Peer ID of the node (12D3KooW...)."))
+export const peer = Options.text("peer").pipe(
+  Options.withPseudoName("peer-id"),
+  Options.withDescription("Peer ID of the node (12D3KooW...)."),
+)
 
 export const ban = Command.make("ban", { peer, ...database }, (flags) =>
   Effect.gen(function* () {
