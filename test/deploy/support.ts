@@ -4,7 +4,7 @@
  * container health check.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -129,3 +129,26 @@ export const stop = (child: ChildProcess): Promise<void> =>
     child.once("exit", () => resolve())
     child.kill("SIGTERM")
   })
+
+/**
+ * The files and folders `npm run build` reads, from package.json's build script: the manifest and lockfile, each
+ * `tsc -p` config with the config it extends and the folders it includes, and the folder of each script `tsx` runs
+ * (with everything that script imports from there). Both the image's build context and the Nix source set must hold
+ * each of them.
+ */
+export const buildReads = (): ReadonlyArray<string> => {
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { build: string } }
+  const reads = new Set(["package.json", "package-lock.json"])
+  // A config's `include` replaces the one it extends, so only the nearest one counts.
+  const tsconfig = (file: string, included: boolean) => {
+    reads.add(file)
+    const config = JSON.parse(readFileSync(join(root, file), "utf8")) as { extends?: string; include?: string[] }
+    if (!included) for (const folder of config.include ?? []) reads.add(folder)
+    if (config.extends !== undefined) {
+      tsconfig(config.extends.replace(/^\.\//, ""), included || config.include !== undefined)
+    }
+  }
+  for (const m of pkg.scripts.build.matchAll(/\btsc -p (\S+)/g)) tsconfig(m[1] as string, false)
+  for (const m of pkg.scripts.build.matchAll(/\btsx (\S+)/g)) reads.add(dirname(m[1] as string))
+  return [...reads].sort()
+}

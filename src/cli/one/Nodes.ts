@@ -38,12 +38,12 @@ const template = (
 ) => `# This node's configuration, read by mesh-one at every start (Ctrl-C and \`npm start\` again to apply).
 # mesh-one adds its demo service (${demo.type} service \`${demo.name}\`) itself; services you list here are published
 # next to it. The keys are those of mesh-node.yaml (examples/ in the repository). For instance, uncommented, this
-# runs the MCP reference server (a development dependency of the repository) over stdio:
+# runs the MCP reference server over stdio (npx fetches it from the npm registry on first use):
 # services:
 #   - name: everything
 #     type: mcp
 #     description: The MCP reference server
-#     command: ["npx", "mcp-server-everything"]
+#     command: ["npx", "-y", "@modelcontextprotocol/server-everything"]
 `
 
 /** The file's settings with the demo service added, written first if there is no file yet. */
