@@ -32,9 +32,8 @@ const Pattern = Schema.String.pipe(
 const List = <A, I>(item: Schema.Schema<A, I>) =>
   Schema.Array(item).pipe(Schema.maxItems(MAX_ENTRIES, { message: () => `at most ${MAX_ENTRIES} entries` }))
 
-/** The scope an operator asks for; the expiry is added when the token is minted. */
-export const Request = Schema.Struct({
-  agent: AgentId,
+/** The lists of a scope, as an operator writes them (the request body, `agents:` in mesh-node.yaml). */
+export const ScopeFields = {
   services: Schema.optionalWith(List(Pattern), { default: () => [] }),
   tools: Schema.optionalWith(List(Pattern), { default: () => [] }),
   models: Schema.optionalWith(List(Pattern), { default: () => [] }),
@@ -44,7 +43,10 @@ export const Request = Schema.Struct({
   ),
   paths: Schema.optionalWith(List(Pattern), { default: () => [] }),
   labels: Schema.optionalWith(Schema.Record({ key: Pattern, value: Pattern }), { default: () => ({}) }),
-})
+}
+
+/** The scope an operator asks for; the expiry is added when the token is minted. */
+export const Request = Schema.Struct({ agent: AgentId, ...ScopeFields })
 export type Request = typeof Request.Type
 
 export interface Scope extends Request {
@@ -99,6 +101,12 @@ export const mcpGrant = (scope: Scope, name: string): McpGrant.Grant | undefined
   }
   return tools.size > 0 ? { _tag: "Tools", tools } : undefined
 }
+
+/** How a refusal of a tool by the agent's scope reads in a JSON-RPC error. */
+export const wording = (scope: Scope): McpGrant.Wording => ({
+  rule: "scope rule scope.tools",
+  lacking: `agent ${scope.agent}'s scope does not list`,
+})
 
 /** Whether a tool of an MCP service is in scope. */
 export const toolAllowed = (scope: Scope, service: string, tool: string): Decision => {

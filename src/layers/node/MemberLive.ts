@@ -9,6 +9,8 @@ import { readFile } from "node:fs/promises"
 import { Effect, Layer, Option, Redacted } from "effect"
 import type { NodeSettings } from "../../config/NodeConfig.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
+import * as AgentsLive from "../agents/AgentsLive.js"
+import * as AgentTokenFiles from "../agents/AgentTokenFiles.js"
 import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
 import * as InferenceRouterLive from "../inference/InferenceRouterLive.js"
 import * as Announcer from "../local/Announcer.js"
@@ -66,6 +68,8 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
+    // Agents' tokens are minted and verified from the membership alone; the proxy's serving side verifies them.
+    Layer.provideMerge(AgentTokenFiles.layer.pipe(Layer.provideMerge(AgentsLive.layer))),
     Layer.provideMerge(RouterLinksLive.layer),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),

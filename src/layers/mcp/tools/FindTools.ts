@@ -18,6 +18,7 @@ import * as ToolName from "../../../domain/ToolName.js"
 import { type Announcer, Discovery, type ProviderAnswer } from "../../../services/discovery/Discovery.js"
 import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
@@ -239,6 +240,7 @@ export const tool = Tool.make({
           : toolName !== undefined
             ? (yield* byToolName(toolName, service)).filter((row) => !isError(row))
             : yield* meshRows(service, undefined)
-      return Tool.ok({ tools: [...rows].sort(byPeerAndTool) })
+      const shown = yield* AgentView.keep(rows, (scope, row) => AgentView.toolVisible(scope, row.tool_name))
+      return Tool.ok({ tools: [...shown].sort(byPeerAndTool) })
     }),
 })
