@@ -16,6 +16,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["proxy", () => import("./proxy.js")],
   ["inference", () => import("./inference.js")],
   ["mcp", () => import("./mcp.js")],
+  ["agents", () => import("./agents.js")],
 ]
 
 const filter = process.argv[2]

@@ -27,4 +27,6 @@ export const goals = {
    * backend (p50 − p50), over one bare stream open + 1 KiB echo between the same hosts.
    */
   mcp: { overheadOverStream: 2 },
+  /** What checking an agent token adds to a request on the serving peer, at p50, in ms (a token seen before). */
+  agents: { addedP50Ms: 0.2 },
 } as const
