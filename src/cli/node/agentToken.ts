@@ -7,7 +7,7 @@
 import { chmodSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
 import { Command, Options } from "@effect/cli"
-import { Console, Effect, Either, Option } from "effect"
+import { Console, Data, Effect, Either, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as Labels from "../../domain/Labels.js"
 import * as Flag from "../flags.js"
@@ -40,13 +40,16 @@ const flags = {
   ),
 }
 
+/** The node is not there to ask: exit 1 (a usage error, a scope the node refuses, is exit 2). */
+class NodeUnreachable extends Data.TaggedError("NodeUnreachable")<{ readonly message: string }> {}
+
 interface Answer {
   readonly status: number
   readonly body: string
 }
 
-const post = (socketPath: string, body: string): Effect.Effect<Answer, UsageError> =>
-  Effect.async<Answer, UsageError>((resume) => {
+const post = (socketPath: string, body: string): Effect.Effect<Answer, NodeUnreachable> =>
+  Effect.async<Answer, NodeUnreachable>((resume) => {
     const req = request(
       {
         socketPath,
@@ -65,7 +68,7 @@ const post = (socketPath: string, body: string): Effect.Effect<Answer, UsageErro
     req.on("error", (error: NodeJS.ErrnoException) =>
       resume(
         Effect.fail(
-          new UsageError({
+          new NodeUnreachable({
             message: `cannot reach the node at ${socketPath}: ${error.code ?? error.message} (is it running?)`,
           }),
         ),
