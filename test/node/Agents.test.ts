@@ -58,7 +58,11 @@ const echo = Effect.acquireRelease(
         return
       }
       const header = req.headers["x-mesh-agent"]
-      seen.push(typeof header === "string" ? header : "-")
+      // The token itself never reaches a backend.
+      const leaked = Object.keys(req.headers).some(
+        (h) => h.startsWith("x-mesh-agent-") || h === "x-mesh-authentication",
+      )
+      seen.push(`${typeof header === "string" ? header : "-"}${leaked ? "+token" : ""}`)
       req.resume()
       req.on("end", () => res.writeHead(200, { "content-type": "text/plain" }).end("ok"))
     })
@@ -359,6 +363,35 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("Ag
       }),
     )
   })
+
+  it.scoped("a session of the node's MCP server is its agent's: the node's own token does not find it", () =>
+    Effect.gen(function* () {
+      const { a } = yield* Mesh
+      const token = yield* tokenOf(a)
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" }
+      const opened = yield* tcp(a, "/mcp", {
+        method: "POST",
+        headers: { ...headers, ...bearer(token) },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+        }),
+      })
+      const session = opened.headers.get("mcp-session-id") ?? ""
+      expect(session.length).toBeGreaterThan(0)
+      const list = { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }
+      const as = (auth: string) =>
+        tcp(a, "/mcp", {
+          method: "POST",
+          headers: { ...headers, ...bearer(auth), "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+          body: JSON.stringify(list),
+        })
+      expect((yield* as(a.apiToken)).status).toBe(404)
+      expect((yield* as(token)).status).toBe(200)
+    }),
+  )
 
   it.scoped("X-Mesh-Agent reaching the backend is the token's agent id, whatever the client sent", () =>
     Effect.gen(function* () {
