@@ -12,6 +12,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import OpenAI, { PermissionDeniedError } from "openai"
+import * as DemoInference from "../../src/demo/DemoInference.js"
 import * as DemoMcpServer from "../../src/demo/DemoMcpServer.js"
 import type * as AgentScope from "../../src/domain/AgentScope.js"
 import * as Tracing from "../../src/layers/observability/Tracing.js"
@@ -28,6 +30,7 @@ import { eventually, type Reply, socket, tcp } from "./support.js"
 const ARGUMENT = "argument-text-4c1d7e"
 const FORBIDDEN_ARGUMENT = "forbidden-argument-9b2f"
 const BODY = "request-body-text-73aa"
+const PROMPT = "prompt-text-e5d0c2"
 
 const POLICY = {
   roles: [{ name: "mesh:role:node", allowed_labels: ["*"], allowed_services: ["*"], allowed_targets: ["*"] }],
@@ -82,6 +85,7 @@ const MeshLive = Layer.scoped(
     const tracing = (serviceName: string) =>
       Tracing.layer({ endpoint: collector.url, serviceName, attributes: {}, scheduleDelay: Duration.millis(100) })
     const demo = yield* DemoMcpServer.make(0)
+    const inference = yield* DemoInference.make(0)
     const backend = yield* echo
     // The control plane lives in a scope of its own, so that a test can stop it.
     const cpScope = yield* Scope.make()
@@ -96,6 +100,7 @@ const MeshLive = Layer.scoped(
         services: [
           { name: "demo", type: "mcp", description: "demo", target_url: demo, env: {} },
           { name: "echo", type: "a2a", description: "echo", target_url: backend.url, env: {} },
+          { name: "demo", type: "inference", description: "demo model", target_url: inference, env: {} },
         ],
       },
     })
@@ -416,6 +421,42 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("Ag
     }),
   )
 
+  it.scoped("/v1 with the openai package: models in scope only; another model is 403 naming scope.models", () =>
+    Effect.gen(function* () {
+      const { a } = yield* Mesh
+      const openai = (apiKey: string) => new OpenAI({ baseURL: `${a.url}/v1`, apiKey, maxRetries: 0 })
+      const ids = (apiKey: string) =>
+        Effect.promise(() => openai(apiKey).models.list()).pipe(Effect.map((page) => page.data.map((m) => m.id)))
+      yield* eventually(60, ids(a.apiToken), (list) => list.includes(DemoInference.MODEL))
+      const minted = yield* mint(a, { agent: "chat", models: ["mesh-*"], ttl: "10m" })
+      const chat = (minted.json as { token: string }).token
+      expect(yield* ids(chat)).toEqual([DemoInference.MODEL])
+      expect(yield* ids(yield* tokenOf(a))).toEqual([])
+      const answer = yield* Effect.promise(() =>
+        openai(chat).chat.completions.create({
+          model: DemoInference.MODEL,
+          messages: [{ role: "user", content: PROMPT }],
+        }),
+      )
+      expect(answer.choices[0]?.message.content).toContain(PROMPT)
+      const refused = yield* Effect.promise(() =>
+        openai(chat)
+          .chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: PROMPT }] })
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+      )
+      expect(refused).toBeInstanceOf(PermissionDeniedError)
+      expect((refused as PermissionDeniedError).message).toContain("denied by scope rule scope.models")
+      const log = yield* logOf(a, "?agent=chat")
+      expect(log.map((e) => [e.target, e.outcome, e.rule])).toEqual([
+        [DemoInference.MODEL, "allowed", ""],
+        ["gpt-4o", "denied", "scope.models"],
+      ])
+    }),
+  )
+
   it.scoped("the call log: one line per call with its outcome, matching the metric, and no argument anywhere", () =>
     Effect.gen(function* () {
       const { a, b, traces } = yield* Mesh
@@ -447,7 +488,7 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("Ag
       )
       const everything = [...files, metrics, (yield* tcp(b, "/metrics")).text, ...traces].join("\n")
       expect(traces.length).toBeGreaterThan(0)
-      for (const secret of [ARGUMENT, FORBIDDEN_ARGUMENT, BODY]) expect(everything).not.toContain(secret)
+      for (const secret of [ARGUMENT, FORBIDDEN_ARGUMENT, BODY, PROMPT]) expect(everything).not.toContain(secret)
     }),
   )
 
