@@ -134,7 +134,13 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
         // Never forward the API token, whichever header carried it and whether or not this caller needed it.
         delete headers["x-mesh-authentication"]
         const authorization = BEARER.exec(headers.authorization ?? "")
-        const agent = found._tag === "Token" ? yield* agentOf(found.token) : Option.none()
+        const offered = found._tag === "Token" ? yield* agentOf(found.token) : Option.none()
+        // Where no token is needed, `Authorization` may be the client's own for something else (an OpenAI key): a
+        // token there that is no agent token of ours is left alone. One sent in X-Mesh-Authentication is refused.
+        const agent =
+          trusted && found._tag === "Token" && found.header === "authorization" && Option.exists(offered, Either.isLeft)
+            ? Option.none()
+            : offered
         if (
           authorization !== null &&
           (token.matches(authorization[1] as string) ||

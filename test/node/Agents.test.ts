@@ -359,6 +359,17 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("Ag
       }),
     )
 
+    it.scoped("on the socket, a long Authorization that is no agent token is the client's own and left alone", () =>
+      Effect.gen(function* () {
+        const { a } = yield* Mesh
+        const foreign = `sk-${"x".repeat(240)}`
+        expect((yield* socket(a, "/v1/models", { headers: { authorization: `Bearer ${foreign}` } })).status).toBe(200)
+        const explicit = yield* socket(a, "/v1/models", { headers: bearer(foreign) })
+        expect(explicit.status).toBe(403)
+        expect(explicit.text).toContain("agent token refused")
+      }),
+    )
+
     it.scoped("an agent token reaches no operator route", () =>
       Effect.gen(function* () {
         const { a } = yield* Mesh
