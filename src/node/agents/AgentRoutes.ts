@@ -44,13 +44,9 @@ const mint = inMember(
     const duration = GoDuration.parse(ttl)
     if (Either.isLeft(duration)) return yield* new BadRequest({ message: `ttl: ${duration.left}` })
     const minted = yield* (yield* Agents).mint(scope, duration.right)
+    const { agent, expiresAtMs, ...granted } = minted.scope
     return yield* HttpServerResponse.json(
-      {
-        token: Redacted.value(minted.token),
-        agent: minted.scope.agent,
-        expires_at: new Date(minted.scope.expiresAtMs).toISOString(),
-        scope: { ...minted.scope, expiresAtMs: undefined },
-      },
+      { token: Redacted.value(minted.token), agent, expires_at: new Date(expiresAtMs).toISOString(), scope: granted },
       { headers: { "cache-control": "no-store" } },
     )
   }),
