@@ -460,10 +460,21 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("Ag
       )
       expect(refused).toBeInstanceOf(PermissionDeniedError)
       expect((refused as PermissionDeniedError).message).toContain("denied by scope rule scope.models")
+      // In scope, but nobody serves it: logged as an error.
+      const missing = yield* Effect.promise(() =>
+        openai(chat)
+          .chat.completions.create({ model: "mesh-missing", messages: [{ role: "user", content: PROMPT }] })
+          .then(
+            () => 200,
+            (error: { status?: number }) => error.status,
+          ),
+      )
+      expect(missing).toBe(404)
       const log = yield* logOf(a, "?agent=chat")
       expect(log.map((e) => [e.target, e.outcome, e.rule])).toEqual([
         [DemoInference.MODEL, "allowed", ""],
         ["gpt-4o", "denied", "scope.models"],
+        ["mesh-missing", "error", "http_404"],
       ])
     }),
   )

@@ -86,16 +86,23 @@ const completion = (path: Inference.CompletionPath) =>
       const q = request.url.indexOf("?")
       return yield* Effect.scoped(
         Effect.gen(function* () {
-          const answer = yield* router.complete({
-            path,
-            query: q === -1 ? "" : request.url.slice(q + 1),
-            model: fields.right.model,
-            stream: fields.right.stream,
-            body,
-            headers,
-            ...(required.right === undefined ? {} : { requiredLabels: required.right }),
-            receivedAtNanos,
-          })
+          const answer = yield* router
+            .complete({
+              path,
+              query: q === -1 ? "" : request.url.slice(q + 1),
+              model: fields.right.model,
+              stream: fields.right.stream,
+              body,
+              headers,
+              ...(required.right === undefined ? {} : { requiredLabels: required.right }),
+              receivedAtNanos,
+            })
+            .pipe(
+              // A model nobody serves, no provider left: the agent's call is logged as failed (or refused) too.
+              Effect.tapError((error) =>
+                AgentCalls.record({ ...seen, status: ErrorResponse.parts(error).status, refusal: error.message }),
+              ),
+            )
           yield* AgentCalls.record({ ...seen, peer: answer.provider, status: answer.status })
           return yield* raw((_req, res) => answer.send(res))
         }),
