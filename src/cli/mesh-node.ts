@@ -1,9 +1,13 @@
-/** `mesh-node`: the node. `join` enrolls this machine; `run` joins the mesh and serves the agents on it. */
+/**
+ * `mesh-node`: the node. `join` enrolls this machine; `run` joins the mesh and serves the agents on it; `agent-token`
+ * mints a scoped token for one of them.
+ */
 import { Command } from "@effect/cli"
+import { agentToken } from "./node/agentToken.js"
 import { join } from "./node/join.js"
 import { run } from "./node/run.js"
 
 export const meshNode = Command.make("mesh-node").pipe(
   Command.withDescription("A mesh node: joins the mesh and serves the agents on this machine."),
-  Command.withSubcommands([join, run]),
+  Command.withSubcommands([join, run, agentToken]),
 )

@@ -10,7 +10,14 @@
  * (quotes, backslashes, control characters). Any biscuit verifier can check our credentials the standard way.
  */
 import { Either } from "effect"
-import { Biscuit, BiscuitBuilder, PrivateKey, PublicKey, SignatureAlgorithm } from "../platform/biscuit-wasm.js"
+import {
+  Biscuit,
+  BiscuitBuilder,
+  BlockBuilder,
+  PrivateKey,
+  PublicKey,
+  SignatureAlgorithm,
+} from "../platform/biscuit-wasm.js"
 import * as Ed25519 from "./Ed25519.js"
 
 export interface Identity {
@@ -215,6 +222,83 @@ export const verify = (
     // single block is ours, so it holds no other checks to run, and this saves a Datalog evaluation per request.
     if (options.allowExpired !== true && nowMs > facts.expiresAtMs) return Either.left("expired")
     return Either.right({ facts, keyId })
+  } finally {
+    token.free()
+  }
+}
+
+/** A credential with blocks appended after its authority block (an agent token), its signatures checked. */
+export interface Opened {
+  readonly facts: Facts
+  readonly keyId: number
+  /** The Datalog source of each block after the authority block, in order. */
+  readonly blocks: ReadonlyArray<string>
+  /** The authority block's revocation id (hex): what an appended block binds itself to. */
+  readonly authorityId: string
+}
+
+/**
+ * Checks the signature chain of a credential that may carry appended blocks and reads its authority facts; the
+ * caller reads and checks the appended blocks (the expiry is not checked here). Fails like `verify`.
+ */
+export const open = (
+  bytes: Uint8Array,
+  keyFor: (id: number) => Uint8Array | undefined,
+): Either.Either<Opened, Failure> => {
+  let keyId: number | undefined
+  let known = false
+  let token: Biscuit
+  try {
+    token = Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) => {
+      keyId = typeof id === "number" ? id : undefined
+      const key = keyId === undefined ? undefined : keyFor(keyId)
+      known = key !== undefined
+      return PublicKey.fromBytes(key ?? UNKNOWN_KEY, SignatureAlgorithm.Ed25519)
+    })
+  } catch {
+    if (keyId !== undefined && !known) return Either.left("unknown_key")
+    return Either.left(known ? "bad_signature" : "malformed")
+  }
+  try {
+    const facts = parseFacts(token.getBlockSource(0))
+    if (facts === undefined || keyId === undefined) return Either.left("malformed")
+    const blocks: Array<string> = []
+    for (let i = 1; i < token.countBlocks(); i++) blocks.push(token.getBlockSource(i))
+    const ids = token.getRevocationIdentifiers() as ReadonlyArray<unknown>
+    const authorityId = ids[0]
+    if (typeof authorityId !== "string") return Either.left("malformed")
+    return Either.right({ facts, keyId, blocks, authorityId })
+  } finally {
+    token.free()
+  }
+}
+
+/**
+ * Appends a block of Datalog source to a credential, as any holder of it can (biscuit attenuation); the credential's
+ * signature is checked first, under `keyFor`.
+ */
+export const append = (
+  bytes: Uint8Array,
+  keyFor: (id: number) => Uint8Array | undefined,
+  source: string,
+): Either.Either<Uint8Array, Failure> => {
+  let token: Biscuit
+  try {
+    token = Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) =>
+      PublicKey.fromBytes((typeof id === "number" ? keyFor(id) : undefined) ?? UNKNOWN_KEY, SignatureAlgorithm.Ed25519),
+    )
+  } catch {
+    return Either.left("bad_signature")
+  }
+  try {
+    const block = new BlockBuilder()
+    block.addCode(source)
+    const out = token.appendBlock(block)
+    try {
+      return Either.right(out.toBytes())
+    } finally {
+      out.free()
+    }
   } finally {
     token.free()
   }

@@ -212,6 +212,8 @@ export interface Caller {
   readonly peerId: string
   readonly role: string
   readonly labels: Readonly<Record<string, string>>
+  /** The agent the request is made for, as its token verified (AgentScope): sent as `X-Mesh-Agent`. */
+  readonly agent?: string
 }
 
 const FORWARDED_VALUE = /^[\x21-\x7e]{1,255}$/
@@ -253,6 +255,7 @@ export const toBackend = (headers: Headers, caller: Caller, backendHost: string)
     .map(([k, v]) => `${k}=${v}`)
     .join(",")
   if (labels.length > 0) out["x-mesh-peer-labels"] = labels
+  if (caller.agent !== undefined) out["x-mesh-agent"] = caller.agent
   return out
 }
 

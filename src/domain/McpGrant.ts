@@ -87,12 +87,35 @@ export const requestId = (message: unknown): string | number | null | undefined 
     ? (message.id as string | number | null)
     : undefined
 
+/** How a refusal names what refused it: a policy grant, or an agent's scope (AgentScope). */
+export interface Wording {
+  /** `policy rule allowed_services`, `scope rule scope.tools`. */
+  readonly rule: string
+  /** Who lacks the tool: `no role of the caller lists`. */
+  readonly lacking: string
+}
+
+export const POLICY: Wording = { rule: "policy rule allowed_services", lacking: "no role of the caller lists" }
+
+/** The intersection of two grants on one service: what both let through. */
+export const intersect = (a: Grant, b: Grant): Grant =>
+  a._tag === "Service"
+    ? b
+    : b._tag === "Service"
+      ? a
+      : { _tag: "Tools", tools: new Set([...a.tools].filter((t) => b.tools.has(t))) }
+
 /**
  * Whether the grant lets one message from the caller through: the reason it does not, else undefined. Notifications
  * and responses (answers to the server's own requests) always pass; a request needs its method allowed, and
  * `tools/call` a grant of the tool it names.
  */
-export const refusal = (grant: Grant, name: string, message: unknown): string | undefined => {
+export const refusal = (
+  grant: Grant,
+  name: string,
+  message: unknown,
+  wording: Wording = POLICY,
+): string | undefined => {
   if (grant._tag === "Service") return undefined
   if (!isObject(message) || typeof message.method !== "string" || !("id" in message)) return undefined
   const method = message.method
@@ -101,16 +124,16 @@ export const refusal = (grant: Grant, name: string, message: unknown): string | 
     const tool = isObject(message.params) ? message.params.name : undefined
     if (typeof tool === "string" && grant.tools.has(tool)) return undefined
     const shown = typeof tool === "string" ? tool.slice(0, 128) : "(none)"
-    return `denied by policy rule allowed_services: no role of the caller lists the tool mcp://${name}/${shown}`
+    return `denied by ${wording.rule}: ${wording.lacking} the tool mcp://${name}/${shown}`
   }
-  return `denied by policy rule allowed_services: a grant of single tools of mcp://${name} does not allow ${method.slice(0, 64)}`
+  return `denied by ${wording.rule}: a grant of single tools of mcp://${name} does not allow ${method.slice(0, 64)}`
 }
 
 /** The JSON-RPC error answering a refused request. */
-export const deniedAnswer = (id: string | number | null, reason: string) => ({
+export const deniedAnswer = (id: string | number | null, reason: string, rule = "allowed_services") => ({
   jsonrpc: "2.0" as const,
   id,
-  error: { code: DENIED_CODE, message: reason, data: { rule: "allowed_services" } },
+  error: { code: DENIED_CODE, message: reason, data: { rule } },
 })
 
 /**

@@ -3,8 +3,10 @@
  * services it publishes. Decoded strictly: an unknown key or a bad value is an error naming the key, never ignored,
  * because a typo in a floor or a service would otherwise widen what the node allows without a word.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Duration, Either, ParseResult, Schema } from "effect"
 import { parse as parseYaml } from "yaml"
+import * as AgentScope from "./AgentScope.js"
+import * as GoDuration from "./GoDuration.js"
 import * as Labels from "./Labels.js"
 
 export const SERVICE_TYPES = ["mcp", "inference", "a2a"] as const
@@ -101,6 +103,27 @@ const FederateEntry = Schema.Union(
     peer_labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
   }),
 )
+/**
+ * An agent the node mints a token for itself (`agents:`): its id and scope, how long each token lasts (cut to the
+ * node credential's expiry; minted again at half of it and whenever the credential changes) and the file the token
+ * is written to, 0600 (relative paths are in the data folder).
+ */
+const AgentEntry = Schema.Struct({
+  id: AgentScope.AgentId,
+  ...AgentScope.ScopeFields,
+  ttl: Schema.optionalWith(
+    Schema.String.pipe(
+      Schema.filter((text) =>
+        Either.match(GoDuration.parse(text), {
+          onLeft: (reason) => reason,
+          onRight: (d) => (Duration.toMillis(d) >= 60_000 ? true : "must be at least 1m"),
+        }),
+      ),
+    ),
+    { default: () => "24h" },
+  ),
+  token_file: Schema.String.pipe(Schema.minLength(1)),
+})
 
 export const NodeFileSchema = Schema.Struct({
   labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
@@ -111,6 +134,7 @@ export const NodeFileSchema = Schema.Struct({
   services: Schema.optionalWith(Schema.Array(ServiceEntry), { default: () => [] }),
   /** Remote MCP tools listed on this node's `/mcp` beside its own (none unless asked: federation is opt-in). */
   federate: Schema.optional(Schema.Array(FederateEntry)),
+  agents: Schema.optional(Schema.Array(AgentEntry).pipe(Schema.maxItems(256))),
   /** The most bytes read from a peer per response; the `--max-response-bytes` flag overrides it. */
   max_response_bytes: Schema.optional(
     Schema.Number.annotations({ message: () => RESPONSE_BYTES_MESSAGE }).pipe(
@@ -125,6 +149,11 @@ export const NodeFileSchema = Schema.Struct({
       if (seen.has(key)) return { path: ["services", i, "name"], message: `duplicate ${s.type} service ${s.name}` }
       seen.add(key)
     }
+    const agents = new Set<string>()
+    for (const [i, a] of (file.agents ?? []).entries()) {
+      if (agents.has(a.id)) return { path: ["agents", i, "id"], message: `duplicate agent ${a.id}` }
+      agents.add(a.id)
+    }
     return true
   }),
 )
@@ -133,6 +162,7 @@ export type NodeFile = typeof NodeFileSchema.Type
 export type ServiceSpec = NodeFile["services"][number]
 
 export const empty: NodeFile = { labels: {}, egress: { require_labels: {} }, services: [] }
+export type AgentSpec = NonNullable<NodeFile["agents"]>[number]
 
 /** The first problem, as `key.path: reason`, one line. */
 const describeIssue = (error: ParseResult.ParseError): string => {

@@ -5,6 +5,7 @@
 import { Effect, Layer, Option } from "effect"
 import { NodeConfig, type NodeSettings } from "../config/NodeConfig.js"
 import * as Listeners from "../node/Listeners.js"
+import * as AgentLogLive from "./agents/AgentLogLive.js"
 import * as ApiTokenLive from "./node/ApiTokenLive.js"
 import * as LogRingLive from "./node/LogRingLive.js"
 import * as NodeLifecycleLive from "./node/NodeLifecycleLive.js"
@@ -23,6 +24,7 @@ export const layer = (settings: NodeSettings) =>
   Layer.mergeAll(Listeners.layer, NodeMetrics.layer, probes(settings)).pipe(
     Layer.provideMerge(NodeLifecycleLive.layer),
     Layer.provideMerge(ApiTokenLive.layer),
+    Layer.provideMerge(AgentLogLive.layer),
     Layer.provideMerge(MetricsLive.layer),
     Layer.provideMerge(LogRingLive.layer),
     Layer.provideMerge(Layer.succeed(NodeConfig, settings)),

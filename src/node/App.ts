@@ -1,4 +1,5 @@
 /** The node's local API: every route group, by audience, in one table served through the middleware. */
+import * as AgentRoutes from "./agents/AgentRoutes.js"
 import * as DebugRoutes from "./debug/DebugRoutes.js"
 import * as HealthRoutes from "./health/HealthRoutes.js"
 import * as IdentityRoutes from "./identity/IdentityRoutes.js"
@@ -17,6 +18,7 @@ export const routes = [
   ...ProxyRoutes.routes,
   ...InferenceRoutes.routes,
   ...DebugRoutes.routes,
+  ...AgentRoutes.routes,
 ]
 
 /** `/v1/*` speaks OpenAI's error dialect, so OpenAI SDKs report our refusals as they report OpenAI's. */

@@ -6,7 +6,7 @@
  * named by method and route pattern, continuing the caller's `traceparent`.
  */
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Option, Ref } from "effect"
+import { Clock, Context, Effect, Either, Option, Ref } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
 import {
   Forbidden,
@@ -19,6 +19,8 @@ import {
 import * as LocalHosts from "../domain/LocalHosts.js"
 import * as ErrorResponse from "../http/ErrorResponse.js"
 import * as TraceContext from "../http/TraceContext.js"
+import { Agents } from "../services/agents/Agents.js"
+import { type Agent, CurrentAgent } from "../services/agents/CurrentAgent.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
@@ -29,6 +31,15 @@ import * as Route from "./Route.js"
 const UNCOUNTED = new Set(["healthz", "readyz", "metrics"])
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i
+
+/**
+ * The routes an agent token reaches: the ones that do work on the mesh for an agent, each of which applies the
+ * agent's scope. Everything else (identity evidence, debug views, minting, the call log) is the operator's.
+ */
+const AGENT_ROUTES = new Set(["mcp", "mesh_proxy", "discover", "v1_models", "v1_chat_completions", "v1_completions"])
+
+/** Long enough to be a biscuit: an API token never is one, and the agent check costs a parse. */
+const looksLikeAgentToken = (token: string) => token.length > 200
 
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")
@@ -87,46 +98,81 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
     const inFlight = metrics.gauge("mesh_node_http_requests_in_flight", "Local API requests being served now.")
     const active = yield* Ref.make(0)
 
-    /** The request as the handler sees it: the API token removed from wherever it travelled. */
+    /** The agent token presented, verified as this node's (Left: why it is refused); none when it is no agent's. */
+    const agentOf = (text: string): Effect.Effect<Option.Option<Either.Either<Agent, string>>> =>
+      !looksLikeAgentToken(text) || token.matches(text)
+        ? Effect.succeed(Option.none())
+        : Effect.flatMap(lifecycle.phase, (phase) =>
+            phase._tag === "Member"
+              ? Effect.map(Context.get(phase.context, Agents).local(text), Option.some)
+              : Effect.succeed(Option.some(Either.left("this node has not joined the mesh yet"))),
+          )
+
+    /**
+     * The request as the handler sees it, the API token removed from wherever it travelled, and the agent it is made
+     * for when an agent token was presented (on the socket too: an agent holding one is scoped wherever it calls).
+     */
     const authenticate = (
       request: HttpServerRequest.HttpServerRequest,
       access: Route.Access,
       listener: Listener["Type"],
-    ): Effect.Effect<HttpServerRequest.HttpServerRequest, Unauthorized | Forbidden | StrongTransportRequired> => {
-      const trusted = listener.kind === "socket" || listener.verifiedClient
-      if (access === "open") return Effect.succeed(request)
-      if (access === "strong" && !trusted) {
-        return Effect.fail(
-          new StrongTransportRequired({
+      label: string,
+    ): Effect.Effect<
+      readonly [HttpServerRequest.HttpServerRequest, Option.Option<Agent>],
+      Unauthorized | Forbidden | StrongTransportRequired
+    > =>
+      Effect.gen(function* () {
+        const trusted = listener.kind === "socket" || listener.verifiedClient
+        if (access === "open") return [request, Option.none()] as const
+        if (access === "strong" && !trusted) {
+          return yield* new StrongTransportRequired({
             message: "identity evidence is served only over the Unix socket or a verified mTLS connection",
-          }),
+          })
+        }
+        const headers = { ...request.headers }
+        const found = presented(headers, access !== "forwarding")
+        // Never forward the API token, whichever header carried it and whether or not this caller needed it.
+        delete headers["x-mesh-authentication"]
+        const authorization = BEARER.exec(headers.authorization ?? "")
+        const offered = found._tag === "Token" ? yield* agentOf(found.token) : Option.none()
+        // Where no token is needed, `Authorization` may be the client's own for something else (an OpenAI key): a
+        // token there that is no agent token of ours is left alone. One sent in X-Mesh-Authentication is refused.
+        const agent =
+          trusted && found._tag === "Token" && found.header === "authorization" && Option.exists(offered, Either.isLeft)
+            ? Option.none()
+            : offered
+        if (
+          authorization !== null &&
+          (token.matches(authorization[1] as string) ||
+            (Option.isSome(agent) && found._tag === "Token" && found.header === "authorization"))
         )
-      }
-      const headers = { ...request.headers }
-      const found = presented(headers, access !== "forwarding")
-      // Never forward the API token, whichever header carried it and whether or not this caller needed it.
-      delete headers["x-mesh-authentication"]
-      const authorization = BEARER.exec(headers.authorization ?? "")
-      if (authorization !== null && token.matches(authorization[1] as string)) delete headers.authorization
-      const stripped = request.modify({ headers })
-      if (trusted) return Effect.succeed(stripped)
-      if (found._tag === "None") {
-        return Effect.fail(
-          new Unauthorized({
+          delete headers.authorization
+        const stripped = request.modify({ headers })
+        if (Option.isSome(agent)) {
+          if (Either.isLeft(agent.value))
+            return yield* new Forbidden({ message: `agent token refused: ${agent.value.left}` })
+          if (!AGENT_ROUTES.has(label)) {
+            return yield* new Forbidden({
+              message: "an agent token reaches only /mcp, /mesh/<peer>/..., /mesh/service/discover and /v1",
+            })
+          }
+          return [stripped, Option.some(agent.value.right)] as const
+        }
+        if (trusted) return [stripped, Option.none()] as const
+        if (found._tag === "None") {
+          return yield* new Unauthorized({
             message:
               access === "forwarding"
                 ? "missing API token: send X-Mesh-Authentication: Bearer <token> (Authorization is passed to the service)"
                 : "missing API token: send X-Mesh-Authentication: Bearer <token>",
-          }),
-        )
-      }
-      if (found._tag === "Malformed") {
-        return Effect.fail(new Unauthorized({ message: "X-Mesh-Authentication must be Bearer <token>" }))
-      }
-      return token.matches(found.token)
-        ? Effect.succeed(stripped)
-        : Effect.fail(new Forbidden({ message: "wrong API token" }))
-    }
+          })
+        }
+        if (found._tag === "Malformed") {
+          return yield* new Unauthorized({ message: "X-Mesh-Authentication must be Bearer <token>" })
+        }
+        if (!token.matches(found.token)) return yield* new Forbidden({ message: "wrong API token" })
+        return [stripped, Option.none()] as const
+      })
 
     /** DNS rebinding: a page reaching the API under its own name shows it in `Host` or `Origin` (LocalHosts). */
     const fromThisMachine = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void, Forbidden> =>
@@ -168,12 +214,13 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
         const listener = yield* Listener
         // A browser cannot reach the socket; probes (open routes) may name the node however their platform does.
         if (listener.kind !== "socket" && found.route.access !== "open") yield* fromThisMachine(request)
-        const authenticated = yield* authenticate(request, found.route.access, listener)
+        const [authenticated, agent] = yield* authenticate(request, found.route.access, listener, found.match.label)
         yield* available(found.route.availability)
-        return yield* (found.route.handler as Route.Handler<Route.Requirements<T>>).pipe(
+        const handler = (found.route.handler as Route.Handler<Route.Requirements<T>>).pipe(
           Effect.provideService(HttpServerRequest.HttpServerRequest, authenticated),
           Effect.provideService(Route.RouteMatch, found.match),
         )
+        return yield* Option.isSome(agent) ? Effect.provideService(handler, CurrentAgent, agent.value) : handler
       })
 
     /** One server span per request, named by method and route pattern, while tracing is on. */

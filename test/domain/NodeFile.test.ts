@@ -6,6 +6,34 @@ import * as NodeFile from "../../src/domain/NodeFile.js"
 const stdio = (extra: string) => `services:\n  - name: files\n    type: mcp\n    command: [mcp-files]\n${extra}`
 
 describe("mesh-node.yaml", () => {
+  it("agents: each with an id, a scope, a ttl of at least a minute (24h by default) and a token file", () => {
+    const parsed = NodeFile.parse(
+      "agents:\n  - id: ide\n    tools: [mcp://demo/word_count]\n    token_file: agents/ide.token\n",
+    )
+    expect(Either.map(parsed, (file) => file.agents)).toEqual(
+      Either.right([
+        {
+          id: "ide",
+          services: [],
+          tools: ["mcp://demo/word_count"],
+          models: [],
+          methods: [],
+          paths: [],
+          labels: {},
+          ttl: "24h",
+          token_file: "agents/ide.token",
+        },
+      ]),
+    )
+    const agent = (extra: string) => `agents:\n  - id: ide\n    token_file: t\n${extra}`
+    expect(NodeFile.parse(agent("    ttl: 10s\n"))).toEqual(Either.left("agents[0].ttl: must be at least 1m"))
+    expect(Either.isLeft(NodeFile.parse(agent("    scope: all\n")))).toBe(true)
+    expect(Either.isLeft(NodeFile.parse("agents:\n  - id: IDE\n    token_file: t\n"))).toBe(true)
+    expect(NodeFile.parse(`${agent("")}  - id: ide\n    token_file: u\n`)).toEqual(
+      Either.left("agents[1].id: duplicate agent ide"),
+    )
+  })
+
   it("a command service may say how many processes it runs at once, from 1 to 256", () => {
     const parsed = NodeFile.parse(stdio("    max_processes: 2\n    env:\n      TOKEN: abc\n"))
     expect(Either.map(parsed, (file) => file.services[0])).toEqual(

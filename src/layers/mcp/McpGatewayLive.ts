@@ -7,9 +7,10 @@ import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { Clock, Duration, Effect, Layer, Option, Ref, Runtime, Schedule, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref, Runtime, Schedule, Stream } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as TraceContext from "../../http/TraceContext.js"
+import { type Agent, CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { Federation } from "../../services/federation/Federation.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import * as Instructions from "./Instructions.js"
@@ -29,6 +30,8 @@ interface Session {
   readonly server: Server
   readonly transport: StreamableHTTPServerTransport
   readonly lastUsedMs: number
+  /** The agent that opened it; undefined for a caller with the node's own token. */
+  readonly agent: string | undefined
 }
 
 const notFound = (res: ServerResponse, message: string, status: number) => {
@@ -87,52 +90,66 @@ export const layer = Layer.scoped(
         }),
       )
 
-    const open = Effect.gen(function* () {
-      const server = new Server(
-        { name: "mesh-node", version: pkg.version },
-        { instructions: Instructions.text, capabilities: { tools: { listChanged: true } } },
-      )
-      // The caller as federation's scope hook sees it: nobody in particular until agents have scopes.
-      ToolHandlers.install(server, toolRuntime, tools, definitions, {})
-      const run = Runtime.runFork(runtime)
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        onsessioninitialized: (id) => {
-          run(
-            Effect.gen(function* () {
-              const now = yield* Clock.currentTimeMillis
-              const map = yield* Ref.get(sessions)
-              if (map.size >= MAX_SESSIONS) {
-                const idlest = [...map.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs)[0]
-                if (idlest !== undefined) yield* close(idlest[0])
-              }
-              yield* Ref.update(sessions, (m) => new Map(m).set(id, { server, transport, lastUsedMs: now }))
-            }),
-          )
-        },
-        onsessionclosed: (id) => {
-          run(close(id))
-        },
+    const open = (agent: Agent | undefined) =>
+      Effect.gen(function* () {
+        const server = new Server(
+          { name: "mesh-node", version: pkg.version },
+          { instructions: Instructions.text, capabilities: { tools: { listChanged: true } } },
+        )
+        // An agent's session runs its tools in the agent's scope: they list and call only what it covers, federated
+        // tools included (the caller federation's scope hook sees).
+        const scoped =
+          agent === undefined
+            ? toolRuntime
+            : Runtime.make({
+                context: Context.add(toolRuntime.context, CurrentAgent, agent),
+                runtimeFlags: toolRuntime.runtimeFlags,
+                fiberRefs: toolRuntime.fiberRefs,
+              })
+        ToolHandlers.install(server, scoped, tools, definitions, agent === undefined ? {} : { scope: agent.scope })
+        const run = Runtime.runFork(runtime)
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          onsessioninitialized: (id) => {
+            run(
+              Effect.gen(function* () {
+                const now = yield* Clock.currentTimeMillis
+                const map = yield* Ref.get(sessions)
+                if (map.size >= MAX_SESSIONS) {
+                  const idlest = [...map.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs)[0]
+                  if (idlest !== undefined) yield* close(idlest[0])
+                }
+                yield* Ref.update(sessions, (m) =>
+                  new Map(m).set(id, { server, transport, lastUsedMs: now, agent: agent?.scope.agent }),
+                )
+              }),
+            )
+          },
+          onsessionclosed: (id) => {
+            run(close(id))
+          },
+        })
+        yield* Effect.promise(() => server.connect(transport))
+        return transport
       })
-      yield* Effect.promise(() => server.connect(transport))
-      return transport
-    })
 
-    const handle = (req: IncomingMessage, res: ServerResponse) =>
+    const handle = (req: IncomingMessage, res: ServerResponse, agent?: Agent) =>
       Effect.gen(function* () {
         yield* TraceContext.current.pipe(Effect.map(Option.map((value) => setTraceparent(req, value))))
         const header = req.headers["mcp-session-id"]
         const id = Array.isArray(header) ? header[0] : header
         if (id === undefined) {
           if (req.method !== "POST") return notFound(res, "Bad Request: no session; send initialize first", 400)
-          const transport = yield* open
+          const transport = yield* open(agent)
           yield* Effect.promise(() => transport.handleRequest(req, res))
           // A first request that was not an initialize leaves a transport without a session: drop it.
           if (transport.sessionId === undefined) yield* Effect.promise(() => transport.close())
           return
         }
         const session = (yield* Ref.get(sessions)).get(id)
-        if (session === undefined) return notFound(res, "Session not found", 404)
+        // A session is its opener's: another agent (or the node's own token) does not find it.
+        if (session === undefined || session.agent !== agent?.scope.agent)
+          return notFound(res, "Session not found", 404)
         yield* touch(id)
         yield* Effect.promise(() => session.transport.handleRequest(req, res))
       })

@@ -6,14 +6,16 @@
  * kept, the longest unused closed first.
  */
 import { AsyncLocalStorage } from "node:async_hooks"
+import { createHash } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import { type Agent, CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import {
   PeerMcp,
   type PeerMcpError,
@@ -124,6 +126,10 @@ const continuing = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
   return Option.isSome(parent) ? Effect.withParentSpan(effect, parent.value) : effect
 }
 
+/** A token's key among the sessions: never the token itself, which a key could leak into a log or a dump. */
+const tokenKey = (agent: Agent) =>
+  createHash("sha256").update(Redacted.value(agent.token)).digest("base64url").slice(0, 22)
+
 export const layer = Layer.scoped(
   PeerMcp,
   Effect.gen(function* () {
@@ -136,10 +142,14 @@ export const layer = Layer.scoped(
 
     /** The peer's service over the proxy path; the URL is a placeholder, the path below the service is empty. */
     const meshFetch =
-      (peerId: string, service: string): FetchLike =>
+      (peerId: string, service: string, agent: Agent | undefined): FetchLike =>
       (_url, init) => {
         const onTooLarge = caller.getStore()?.onTooLarge
-        const withCap = onTooLarge === undefined ? init : { ...init, onTooLarge }
+        const withCap = {
+          ...init,
+          ...(onTooLarge === undefined ? {} : { onTooLarge }),
+          ...(agent === undefined ? {} : { agent }),
+        }
         return runExit(continuing(proxy.fetch(peerId, "mcp", service, "", withCap))).then((exit) => {
           if (Exit.isSuccess(exit)) return exit.value
           const failure = Cause.failureOption(exit.cause)
@@ -170,11 +180,11 @@ export const layer = Layer.scoped(
         if (Exit.isSuccess(exit)) yield* end(exit.value)
       })
 
-    const connect = (peerId: string, service: string, onClosed: () => void) =>
+    const connect = (peerId: string, service: string, agent: Agent | undefined, onClosed: () => void) =>
       Effect.gen(function* () {
         const client = new Client({ name: "mesh-node", version: pkg.version }, { capabilities: {} })
         const url = new URL(`http://mesh.invalid/mesh/${peerId}/mcp/${service}`)
-        const transport = new StreamableHTTPClientTransport(url, { fetch: meshFetch(peerId, service) })
+        const transport = new StreamableHTTPClientTransport(url, { fetch: meshFetch(peerId, service, agent) })
         yield* Effect.tryPromise({
           try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(CONNECT_TIMEOUT) }),
           catch: (error) => {
@@ -197,9 +207,10 @@ export const layer = Layer.scoped(
      * The slot of the peer's service, counted busy; a new one starts its initialize in the layer's scope, so that
      * callers that give up waiting do not abandon it for the others.
      */
-    const take = (peerId: string, service: string) =>
+    const take = (peerId: string, service: string, agent: Agent | undefined) =>
       Effect.gen(function* () {
-        const key = `${peerId}/${service}`
+        // An agent's exchanges go in sessions of their own, carrying its token: the serving side scopes them.
+        const key = agent === undefined ? `${peerId}/${service}` : `${peerId}/${service}#${tokenKey(agent)}`
         const now = yield* Clock.currentTimeMillis
         const fresh = yield* Deferred.make<Session, PeerMcpError>()
         const [slot, created] = yield* Ref.modify(slots, (map): [[Slot, boolean], ReadonlyMap<string, Slot>] => {
@@ -212,7 +223,7 @@ export const layer = Layer.scoped(
         })
         if (created) {
           yield* makeRoom(key)
-          const open = connect(peerId, service, () => run(drop(key, slot))).pipe(
+          const open = connect(peerId, service, agent, () => run(drop(key, slot))).pipe(
             Effect.exit,
             Effect.tap((exit) => Deferred.done(slot.session, exit)),
             Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
@@ -258,9 +269,19 @@ export const layer = Layer.scoped(
       peerId: string,
       service: string,
       exchange: (session: Session, signal: AbortSignal) => Promise<A>,
+    ): Effect.Effect<A, PeerMcpError> =>
+      Effect.flatMap(Effect.serviceOption(CurrentAgent), (agent) =>
+        useAs(peerId, service, Option.getOrUndefined(agent), exchange),
+      )
+
+    const useAs = <A>(
+      peerId: string,
+      service: string,
+      agent: Agent | undefined,
+      exchange: (session: Session, signal: AbortSignal) => Promise<A>,
     ): Effect.Effect<A, PeerMcpError> => {
       const attempt = Effect.acquireUseRelease(
-        take(peerId, service),
+        take(peerId, service, agent),
         ({ key, slot }) =>
           Effect.flatMap(Effect.zip(Deferred.await(slot.session), TraceContext.current), ([session, traceparent]) =>
             Effect.tryPromise({

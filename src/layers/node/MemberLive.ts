@@ -10,6 +10,8 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import type { NodeSettings } from "../../config/NodeConfig.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
 import * as FederationScope from "../../services/federation/FederationScope.js"
+import * as AgentsLive from "../agents/AgentsLive.js"
+import * as AgentTokenFiles from "../agents/AgentTokenFiles.js"
 import * as DiscoveryLive from "../discovery/DiscoveryLive.js"
 import * as FederationLive from "../federation/FederationLive.js"
 import * as InferenceRouterLive from "../inference/InferenceRouterLive.js"
@@ -58,11 +60,11 @@ const services = Layer.mergeAll(
 
 /**
  * The MCP server for local agents, the peers' tools it federates, its sessions with peers' MCP services and the
- * index of their tools. Every caller sees every federated tool until agent scopes are wired to FederationScope.
+ * index of their tools; an agent sees only the federated tools its scope covers.
  */
 const mcp = McpGatewayLive.layer.pipe(
   Layer.provideMerge(FederationLive.layer),
-  Layer.provideMerge(Layer.mergeAll(PeerMcpLive.layer, ToolSearchLive.layer, FederationScope.everything)),
+  Layer.provideMerge(Layer.mergeAll(PeerMcpLive.layer, ToolSearchLive.layer, FederationScope.byAgentScope)),
 )
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
@@ -75,6 +77,8 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
+    // Agents' tokens are minted and verified from the membership alone; the proxy's serving side verifies them.
+    Layer.provideMerge(AgentTokenFiles.layer.pipe(Layer.provideMerge(AgentsLive.layer))),
     Layer.provideMerge(RouterLinksLive.layer({ relay: true })),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),

@@ -24,8 +24,23 @@ const encoded = (req: IncomingMessage) => {
   return coding !== undefined && coding.trim().toLowerCase() !== "identity"
 }
 
-/** Reads a POST body and checks every message in it. A batch with one refused request is refused whole. */
-export const check = (req: IncomingMessage, grant: McpGrant.Grant, service: string): Effect.Effect<Checked, ApiError> =>
+/** A grant a body is checked against, how its refusals read, and the rule its JSON-RPC errors name. */
+export interface Check {
+  readonly grant: McpGrant.Grant
+  readonly wording?: McpGrant.Wording
+  readonly rule?: string
+}
+
+/**
+ * Reads a POST body and checks every message in it against each grant (the policy's, and an agent's scope). A batch
+ * with one refused request is refused whole.
+ */
+export const check = (
+  req: IncomingMessage,
+  grant: McpGrant.Grant,
+  service: string,
+  more: ReadonlyArray<Check> = [],
+): Effect.Effect<Checked, ApiError> =>
   Effect.gen(function* () {
     if (encoded(req)) return yield* new UnsupportedMediaType({ message: "an MCP request body must not be encoded" })
     const body = yield* Body.read(req, MAX_MESSAGE_BYTES).pipe(
@@ -40,17 +55,39 @@ export const check = (req: IncomingMessage, grant: McpGrant.Grant, service: stri
       catch: () => new BadRequest({ message: "the request body is not JSON" }),
     })
     const messages: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
-    const refusals = messages.map((m) => McpGrant.refusal(grant, service, m))
+    // The narrower grants first, so a refusal names who refused; `grant` holds what all of them let through.
+    const checks: ReadonlyArray<Check> = [...more, { grant }]
+    const refusals = messages.map((m) => {
+      for (const c of checks) {
+        const reason = McpGrant.refusal(c.grant, service, m, c.wording)
+        if (reason !== undefined) return { reason, rule: c.rule }
+      }
+      return undefined
+    })
     if (refusals.every((r) => r === undefined)) {
       return { _tag: "Forward", message, bytes: Buffer.from(JSON.stringify(message)) }
     }
     const answers = messages.flatMap((m, i) => {
       const id = McpGrant.requestId(m)
       if (id === undefined) return []
-      return [McpGrant.deniedAnswer(id, refusals[i] ?? "not sent: another message of this batch was refused")]
+      const refused = refusals[i]
+      return [
+        McpGrant.deniedAnswer(
+          id,
+          refused?.reason ?? "not sent: another message of this batch was refused",
+          refused?.rule ?? "allowed_services",
+        ),
+      ]
     })
     return { _tag: "Denied", answer: Array.isArray(message) ? answers : answers[0] }
   })
+
+/** The rule a refusal's first JSON-RPC error names (`allowed_services`, `scope.tools`), for the call log. */
+export const ruleOf = (answer: unknown): string => {
+  const first = (Array.isArray(answer) ? answer[0] : answer) as { error?: { data?: { rule?: unknown } } } | undefined
+  const rule = first?.error?.data?.rule
+  return typeof rule === "string" ? rule : "allowed_services"
+}
 
 /** Answers a refused body with its JSON-RPC errors. */
 export const writeDenied = (res: ServerResponse, answer: unknown): void => {

@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { Clock, Deferred, Duration, Effect, Either, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
+import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
@@ -18,6 +19,9 @@ import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
+import { AgentLog } from "../../services/agents/AgentLog.js"
+import { Agents } from "../../services/agents/Agents.js"
+import { TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
@@ -40,13 +44,20 @@ const MAX_STREAMS = 1024
 
 /** Where an allowed request goes: a backend URL, or a stdio MCP server this node runs. */
 type Decision =
-  | { readonly _tag: "Http"; readonly target: Backend.Target; readonly grant?: McpGrant.Grant }
+  | { readonly _tag: "Http"; readonly target: Backend.Target; readonly grant?: McpGrant.Grant; readonly agent?: Scoped }
   | {
       readonly _tag: "Stdio"
       readonly service: ServiceSpec
       readonly caller: string
       readonly grant: McpGrant.Grant
+      readonly agent?: Scoped
     }
+
+/** The calling peer's agent, as its token verified here, and the grant its scope gives on an MCP service. */
+interface Scoped {
+  readonly scope: AgentScope.Scope
+  readonly grant?: McpGrant.Grant
+}
 
 /** A request's path split into service and the rest: `/<type>/<name><path>?<query>`. */
 const parseTarget = (url: string) => {
@@ -109,7 +120,12 @@ export const layer = Layer.scoped(
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
-      { readonly credential: Uint8Array; readonly subject: Policy.Subject } | undefined
+      | {
+          readonly credential: Uint8Array
+          readonly subject: Policy.Subject
+          readonly labels: Readonly<Record<string, string>>
+        }
+      | undefined
     >(undefined)
     const self = Effect.gen(function* () {
       const credential = yield* membership.credential
@@ -122,9 +138,68 @@ export const layer = Layer.scoped(
         host.peerId,
         Either.isRight(verified) ? verified.right.facts.identity : undefined,
       )
-      yield* Ref.set(selfCache, { credential, subject })
+      const labels = Either.isRight(verified) ? verified.right.facts.labels : {}
+      yield* Ref.set(selfCache, { credential, subject, labels })
       return subject
     })
+    /** The labels this peer's credential attests, which an agent's scope may require. */
+    const selfLabels = Effect.zipRight(
+      self,
+      Effect.map(Ref.get(selfCache), (cached) => cached?.labels ?? {}),
+    )
+    const agents = yield* Agents
+    const agentLog = yield* AgentLog
+
+    /**
+     * The agent a peer's request is made for (`X-Mesh-Agent-Token`): its credential must name the calling peer, its
+     * scope cover the service, method and path, and this peer attest the labels it requires.
+     */
+    const agentOf = (
+      req: IncomingMessage,
+      caller: string,
+      call: AgentScope.ServiceCall,
+    ): Effect.Effect<Scoped | undefined, Forbidden> =>
+      Effect.gen(function* () {
+        const header = req.headers[TOKEN_HEADER]
+        if (header === undefined) return undefined
+        const text = Array.isArray(header) ? header.join(",") : header
+        const verified = yield* agents.fromPeer(text, caller)
+        if (Either.isLeft(verified)) {
+          yield* logServing({ agent: "unknown", caller, call, rule: "token", status: 403 })
+          return yield* new Forbidden({ message: `agent token refused: ${verified.left}` })
+        }
+        const scope = verified.right
+        const decision = AgentScope.serviceAllowed(scope, call)
+        const labelled = decision._tag === "Allowed" ? AgentScope.labelsAllowed(scope, yield* selfLabels) : decision
+        if (labelled._tag === "Denied") {
+          yield* logServing({ agent: scope.agent, caller, call, rule: labelled.rule, status: 403 })
+          return yield* new Forbidden({ message: labelled.reason })
+        }
+        const grant = call.type === "mcp" ? AgentScope.mcpGrant(scope, call.name) : undefined
+        return grant === undefined ? { scope } : { scope, grant }
+      })
+
+    /** One line of the call log for a request refused here on an agent's behalf. */
+    const logServing = (entry: {
+      readonly agent: string
+      readonly caller: string
+      readonly call: AgentScope.ServiceCall
+      readonly rule: string
+      readonly status: number
+    }) =>
+      agentLog.record({
+        agent: entry.agent,
+        side: "serving",
+        peer: entry.caller,
+        service: `${entry.call.type}://${entry.call.name}`,
+        target: "",
+        outcome: "denied",
+        rule: entry.rule,
+        status: entry.status,
+        duration_ms: 0,
+        bytes_in: 0,
+        bytes_out: 0,
+      })
 
     /** Who asks, for what, and whether the policy lets them: the target, or the refusal. */
     const decide = (req: IncomingMessage): Effect.Effect<Decision, ApiError> =>
@@ -165,7 +240,17 @@ export const layer = Layer.scoped(
         if (decision._tag === "Denied") {
           return yield* new Forbidden({ message: `denied by policy rule ${decision.rule}: ${decision.reason}` })
         }
-        const grant = "grant" in decision ? decision.grant : undefined
+        const agent = yield* agentOf(req, peer.peerId, {
+          type: type.right,
+          name: target.name,
+          method: req.method ?? "GET",
+          path: path.right,
+        })
+        const policyGrant = "grant" in decision ? decision.grant : undefined
+        // What both the policy and the agent's scope let through; checked against each below, to name the refuser.
+        const grant =
+          agent?.grant === undefined ? policyGrant : McpGrant.intersect(policyGrant ?? McpGrant.SERVICE, agent.grant)
+        const scoped = agent === undefined ? {} : { agent }
         if (grant?._tag === "Tools" && path.right !== "" && path.right !== "/") {
           return yield* new Forbidden({
             message: `denied by policy rule allowed_services: a grant of single tools reaches only the endpoint of mcp://${target.name}`,
@@ -181,7 +266,7 @@ export const layer = Layer.scoped(
           if (path.right !== "" && path.right !== "/") {
             return yield* new NotFound({ message: `the mcp service ${service.name} answers only at its own path` })
           }
-          return { _tag: "Stdio", service, caller: peer.peerId, grant: grant ?? McpGrant.SERVICE }
+          return { _tag: "Stdio", service, caller: peer.peerId, grant: grant ?? McpGrant.SERVICE, ...scoped }
         }
         return {
           _tag: "Http",
@@ -191,9 +276,15 @@ export const layer = Layer.scoped(
             backend,
             path: path.right,
             query: target.query,
-            caller: { peerId: peer.peerId, role: peer.role, labels: peer.labels },
+            caller: {
+              peerId: peer.peerId,
+              role: peer.role,
+              labels: peer.labels,
+              ...(agent === undefined ? {} : { agent: agent.scope.agent }),
+            },
           },
           ...(grant === undefined ? {} : { grant }),
+          ...scoped,
         }
       })
 
@@ -226,14 +317,32 @@ export const layer = Layer.scoped(
         else {
           const decision = decided.right
           const service = decision._tag === "Http" ? decision.target.service : decision.service
+          const started = yield* Clock.currentTimeMillis
+          let refusedBy: string | undefined
           const answer = Effect.gen(function* () {
             const grant = decision.grant
             // A caller holding single tools has each message it sends checked, and what it gets back filtered.
             const checked =
               grant?._tag === "Tools" && req.method === "POST"
-                ? yield* McpMessages.check(req, grant, service.name)
+                ? yield* McpMessages.check(
+                    req,
+                    grant,
+                    service.name,
+                    decision.agent?.grant === undefined
+                      ? []
+                      : [
+                          {
+                            grant: decision.agent.grant,
+                            wording: AgentScope.wording(decision.agent.scope),
+                            rule: "scope.tools",
+                          },
+                        ],
+                  )
                 : undefined
-            if (checked?._tag === "Denied") return McpMessages.writeDenied(res, checked.answer)
+            if (checked?._tag === "Denied") {
+              refusedBy = McpMessages.ruleOf(checked.answer)
+              return McpMessages.writeDenied(res, checked.answer)
+            }
             const mcp =
               grant?._tag === "Tools"
                 ? { grant, ...(checked === undefined ? {} : { body: checked.bytes, message: checked.message }) }
@@ -246,6 +355,23 @@ export const layer = Layer.scoped(
             return yield* stdio.handle(decision.service, decision.caller, req, res, mcp)
           }).pipe(Effect.catchAll((error) => Effect.sync(() => Backend.writeError(res, error))))
           yield* Effect.scoped(Effect.zipRight(local.track(service.type, service.name), answer))
+          if (decision.agent !== undefined) {
+            // The serving side's line of the call: the agent it verified, never the request's content.
+            const socket = req.socket
+            yield* agentLog.record({
+              agent: decision.agent.scope.agent,
+              side: "serving",
+              peer: socket instanceof StreamSocket ? socket.remotePeer : "",
+              service: `${service.type}://${service.name}`,
+              target: "",
+              outcome: refusedBy !== undefined ? "denied" : res.statusCode >= 400 ? "error" : "allowed",
+              rule: refusedBy ?? "",
+              status: res.statusCode,
+              duration_ms: (yield* Clock.currentTimeMillis) - started,
+              bytes_in: socket.bytesRead,
+              bytes_out: socket.bytesWritten,
+            })
+          }
         }
         const type = parseTarget(req.url ?? "/").type
         served.inc({ type: Forwarding.isServiceType(type) ? type : "unknown", code: String(res.statusCode) })

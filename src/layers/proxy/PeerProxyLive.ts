@@ -9,13 +9,15 @@ import type { IncomingMessage } from "node:http"
 import { request as httpRequest } from "node:http"
 import { Readable } from "node:stream"
 import { peerIdFromString } from "@libp2p/peer-id"
-import { Effect, Either, Exit, Layer, Option, Runtime, Scope } from "effect"
+import { Effect, Either, Exit, Layer, Option, Redacted, Runtime, Scope } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
+import * as AgentScope from "../../domain/AgentScope.js"
 import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
+import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
 import type { AuthenticatedPeer } from "../../services/mesh/MeshHost.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import {
@@ -80,6 +82,12 @@ const withTraceparent = (headers: Forwarding.OutgoingHeaders, traceparent: Optio
   return headers
 }
 
+/** The agent's token goes to the serving peer, which verifies it; the client's own `X-Mesh-*` were removed. */
+const withAgent = (headers: Forwarding.OutgoingHeaders, agent: Agent | undefined) => {
+  if (agent !== undefined) headers[TOKEN_HEADER] = Redacted.value(agent.token)
+  return headers
+}
+
 const pairs = (labels: Readonly<Record<string, string>>) =>
   Object.entries(labels)
     .map(([k, v]) => `${k}=${v}`)
@@ -128,10 +136,25 @@ export const layer = Layer.effect(
         if (request.requiredLabels !== undefined && Object.keys(request.requiredLabels).length === 0) {
           return yield* new BadRequest({ message: "X-Mesh-Required-Labels names no label" })
         }
+        const agent = request.agent
+        if (agent !== undefined) {
+          // Out of the agent's scope: refused here, before anything leaves the machine.
+          const decision = AgentScope.serviceAllowed(agent.scope, {
+            type: service.right,
+            name: request.name,
+            method: request.method,
+            path: request.path,
+          })
+          if (decision._tag === "Denied") return yield* new Forbidden({ message: decision.reason })
+        }
         const unreachable = (reason: string) =>
           new BadGateway({ message: `peer ${request.peerId} is unreachable: ${reason}` })
         const peer = yield* host.connect(request.peerId).pipe(Effect.mapError((e) => unreachable(e.reason)))
         yield* checkLabels(peer, request.requiredLabels)
+        if (agent !== undefined) {
+          const decision = AgentScope.labelsAllowed(agent.scope, peer.labels)
+          if (decision._tag === "Denied") return yield* new Forbidden({ message: decision.reason })
+        }
         const { stream, connection } = yield* host
           .openStream(request.peerId, PROTOCOL)
           .pipe(Effect.mapError((e) => unreachable(e.reason)))
@@ -177,7 +200,10 @@ export const layer = Layer.effect(
             createConnection: () => socket,
             method: request.method,
             path: target,
-            headers: withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
+            headers: withAgent(
+              withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
+              request.agent,
+            ),
           })
         } catch (error) {
           return failed(error instanceof Error ? error : new Error(String(error)))
@@ -201,7 +227,8 @@ export const layer = Layer.effect(
         // Only the path that was checked goes out, in its canonical form.
         const path = Forwarding.canonicalPath(asked.path)
         if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
-        const request = { ...asked, path: path.right }
+        const current = asked.agent ?? Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
+        const request = { ...asked, path: path.right, ...(current === undefined ? {} : { agent: current }) }
         let response: IncomingMessage | undefined
         const socket = yield* Effect.acquireRelease(open(request), (socket) =>
           Effect.sync(() => {
@@ -241,7 +268,7 @@ export const layer = Layer.effect(
     ): Effect.Effect<Response, ProxyError> =>
       Effect.gen(function* () {
         // The signal is watched here, not handed to a Request: undici would keep a listener on it per request.
-        const { requiredLabels, onTooLarge, signal: _signal, ...rest } = init
+        const { requiredLabels, onTooLarge, agent, signal: _signal, ...rest } = init
         const q = path.indexOf("?")
         const rawPath = q === -1 ? path : path.slice(0, q)
         const message = yield* Effect.try({
@@ -261,6 +288,7 @@ export const layer = Layer.effect(
             headers: message.headers,
             ...(message.body === null ? {} : { body: message.body }),
             ...(requiredLabels === undefined ? {} : { requiredLabels }),
+            ...(agent === undefined ? {} : { agent }),
           },
           onTooLarge,
         ).pipe(

@@ -10,6 +10,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { Effect, Option } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { BadRequest, Unavailable } from "../../domain/Errors.js"
+import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
 import { raw } from "../RawHandler.js"
@@ -49,7 +50,8 @@ const handler = Effect.gen(function* () {
   if (phase._tag === "Starting") return yield* new Unavailable({ message: "this node is joining the mesh" })
   if (!(yield* lifecycle.connected)) return yield* new Unavailable({ message: "not connected to the mesh" })
   const gateway = yield* Effect.provide(McpGateway, phase.context)
-  return yield* raw(gateway.handle)
+  const agent = Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
+  return yield* raw((req, res) => gateway.handle(req, res, agent))
 })
 
 const mcp = (path: string) =>

@@ -6,12 +6,14 @@
  * as it is found (`offset` and `limit` apply in arrival order), and the stream ends with `event: done`.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Chunk, Duration, Effect, Either, Stream } from "effect"
+import { Chunk, Duration, Effect, Either, Option, Stream } from "effect"
 import { byPeerAndName, hostOf, row } from "../../domain/DiscoveryRow.js"
 import { BadRequest } from "../../domain/Errors.js"
 import * as GoDuration from "../../domain/GoDuration.js"
 import { isServiceName, SERVICE_TYPES, type ServiceType } from "../../domain/NodeFile.js"
 import { isServiceType } from "../../domain/ServiceKeys.js"
+import * as AgentView from "../../layers/agents/AgentView.js"
+import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { Discovery } from "../../services/discovery/Discovery.js"
 import { inMember } from "../InMember.js"
 import * as Route from "../Route.js"
@@ -83,11 +85,19 @@ const discover = inMember(
     const query = yield* parse(request.url, request.headers.accept)
     const discovery = yield* Discovery
     const host = hostOf(request.headers.host)
-    const found = discovery.find({
-      type: query.type,
-      ...(query.name === undefined ? {} : { name: query.name }),
-      timeout: query.timeout,
-    })
+    // An agent finds only the services its scope reaches.
+    const agent = yield* Effect.serviceOption(CurrentAgent)
+    const found = discovery
+      .find({
+        type: query.type,
+        ...(query.name === undefined ? {} : { name: query.name }),
+        timeout: query.timeout,
+      })
+      .pipe(
+        Stream.filter(
+          (service) => Option.isNone(agent) || AgentView.serviceVisible(agent.value.scope, service.type, service.name),
+        ),
+      )
     if (query.stream) {
       const events = found.pipe(
         Stream.drop(query.offset),

@@ -7,12 +7,15 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Clock, Effect, Either } from "effect"
-import { type ApiError, BadRequest, PayloadTooLarge } from "../../domain/Errors.js"
+import { Clock, Effect, Either, Option } from "effect"
+import * as AgentScope from "../../domain/AgentScope.js"
+import { type ApiError, BadRequest, Forbidden, PayloadTooLarge } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Inference from "../../domain/Inference.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
+import * as AgentCalls from "../../layers/agents/AgentCalls.js"
 import * as Body from "../../layers/inference/Body.js"
+import { AGENT_HEADER, CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { InferenceRouter } from "../../services/inference/InferenceRouter.js"
 import { inMember } from "../InMember.js"
 import { raw } from "../RawHandler.js"
@@ -31,7 +34,12 @@ const ownHeaders = (peerId: string, receivedAt: bigint) =>
 const models = Effect.gen(function* () {
   const receivedAt = yield* Clock.currentTimeNanos
   const router = yield* InferenceRouter
-  const data = yield* router.models
+  const all = yield* router.models
+  // An agent sees only the models its scope names.
+  const agent = yield* Effect.serviceOption(CurrentAgent)
+  const data = Option.isNone(agent)
+    ? all
+    : all.filter((m) => AgentScope.modelAllowed(agent.value.scope, m.id)._tag === "Allowed")
   return HttpServerResponse.unsafeJson(
     { object: "list", data },
     { headers: { "cache-control": "no-store", ...(yield* ownHeaders(router.peerId, receivedAt)) } },
@@ -55,19 +63,47 @@ const completion = (path: Inference.CompletionPath) =>
       if (Either.isLeft(fields)) return yield* new BadRequest({ message: fields.left })
       const required = Forwarding.requiredLabels(request.headers)
       if (Either.isLeft(required)) return yield* new BadRequest({ message: required.left })
+      const agent = yield* Effect.serviceOption(CurrentAgent)
+      const startedMs = yield* Clock.currentTimeMillis
+      const seen = {
+        peer: "",
+        service: "",
+        target: fields.right.model,
+        startedMs,
+        bytesIn: body.byteLength,
+        bytesOut: 0,
+      }
+      if (Option.isSome(agent)) {
+        const decision = AgentScope.modelAllowed(agent.value.scope, fields.right.model)
+        if (decision._tag === "Denied") {
+          yield* AgentCalls.record({ ...seen, status: 403, refusal: decision.reason })
+          return yield* new Forbidden({ message: decision.reason })
+        }
+      }
+      // `X-Mesh-Agent` is the node's to set: a local backend gets the token's agent id, whatever the client sent
+      // (a peer's backend gets it from the serving node, which verified the token).
+      const headers = { ...request.headers, [AGENT_HEADER]: Option.isSome(agent) ? agent.value.scope.agent : undefined }
       const q = request.url.indexOf("?")
       return yield* Effect.scoped(
         Effect.gen(function* () {
-          const answer = yield* router.complete({
-            path,
-            query: q === -1 ? "" : request.url.slice(q + 1),
-            model: fields.right.model,
-            stream: fields.right.stream,
-            body,
-            headers: request.headers,
-            ...(required.right === undefined ? {} : { requiredLabels: required.right }),
-            receivedAtNanos,
-          })
+          const answer = yield* router
+            .complete({
+              path,
+              query: q === -1 ? "" : request.url.slice(q + 1),
+              model: fields.right.model,
+              stream: fields.right.stream,
+              body,
+              headers,
+              ...(required.right === undefined ? {} : { requiredLabels: required.right }),
+              receivedAtNanos,
+            })
+            .pipe(
+              // A model nobody serves, no provider left: the agent's call is logged as failed (or refused) too.
+              Effect.tapError((error) =>
+                AgentCalls.record({ ...seen, status: ErrorResponse.parts(error).status, refusal: error.message }),
+              ),
+            )
+          yield* AgentCalls.record({ ...seen, peer: answer.provider, status: answer.status })
           return yield* raw((_req, res) => answer.send(res))
         }),
       )

@@ -4,8 +4,10 @@
  * gossip announcements, each provider's `tools/list`); a call goes to the best provider of the tool, and on to the
  * next when one cannot be reached.
  */
+
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Context, type Effect, type Option, type Stream } from "effect"
+import type * as AgentScope from "../../domain/AgentScope.js"
 import type { Progress } from "../mcp/PeerMcp.js"
 
 /** A peer serving a federated tool. */
@@ -32,8 +34,9 @@ export interface FederatedTool {
  * Who is asking, as far as the list is concerned. Empty for now: once agents have scopes, the agent goes here and
  * FederationScope decides on it.
  */
+/** Who lists or calls: the agent's scope for an agent's session, nothing for the node's own token. */
 export interface Caller {
-  readonly agent?: string
+  readonly scope?: AgentScope.Scope
 }
 
 export interface FederationService {

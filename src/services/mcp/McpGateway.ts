@@ -4,10 +4,14 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, type Effect } from "effect"
+import type { Agent } from "../agents/CurrentAgent.js"
 
 export interface McpGatewayService {
-  /** Serves one HTTP request of the MCP server on the raw Node request and response. */
-  readonly handle: (req: IncomingMessage, res: ServerResponse) => Effect.Effect<void>
+  /**
+   * Serves one HTTP request of the MCP server on the raw Node request and response. A session opened for an agent
+   * runs its tools in the agent's scope (CurrentAgent) and is used by that agent only.
+   */
+  readonly handle: (req: IncomingMessage, res: ServerResponse, agent?: Agent) => Effect.Effect<void>
   /** Open sessions, for metrics and diagnostics. */
   readonly sessions: Effect.Effect<number>
 }

@@ -4,6 +4,7 @@
  * mesh run inside the member's context through `inMember`; before that they answer 503.
  */
 import { Context, type Effect, type Option } from "effect"
+import type { Agents } from "../agents/Agents.js"
 import type { Discovery } from "../discovery/Discovery.js"
 import type { InferenceRouter } from "../inference/InferenceRouter.js"
 import type { LocalServices } from "../local/LocalServices.js"
@@ -31,6 +32,7 @@ export type MemberServices =
   | PeerProxy
   | PeerIngress
   | InferenceRouter
+  | Agents
 
 export type Phase =
   /** No identity and no way to enroll: only the login instructions are served. */

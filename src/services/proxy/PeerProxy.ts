@@ -11,6 +11,7 @@ import { Context, type Effect, type Scope } from "effect"
 import type { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import type * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceType } from "../../domain/NodeFile.js"
+import type { Agent } from "../agents/CurrentAgent.js"
 
 /** The stream protocol: one HTTP/1.1 request and its response per stream. */
 export const PROTOCOL = "/mesh/proxy/1.0.0"
@@ -31,6 +32,11 @@ export interface ProxyRequest {
   readonly requiredLabels?: Readonly<Record<string, string>>
   /** What the local client's request looked like, passed on as `X-Forwarded-*`. */
   readonly origin?: Forwarding.Origin
+  /**
+   * The agent the request is made for; else the request's CurrentAgent, if any. Its scope is checked before anything
+   * is sent, and its token goes to the peer, which checks it again.
+   */
+  readonly agent?: Agent
 }
 
 export type ProxyError = BadRequest | Forbidden | BadGateway
@@ -38,6 +44,8 @@ export type ProxyError = BadRequest | Forbidden | BadGateway
 /** What `fetch` takes: the usual `RequestInit`, plus the label requirement. */
 export interface FetchInit extends RequestInit {
   readonly requiredLabels?: Readonly<Record<string, string>>
+  /** As `ProxyRequest.agent`: callers outside the request's fiber (an MCP client's fetch) pass it here. */
+  readonly agent?: Agent
   /**
    * Called (with the reason) when the answer outgrew the node's cap on a peer's response and the exchange was
    * reset: a caller that reads the body somewhere that swallows stream errors (an MCP client's event stream) still

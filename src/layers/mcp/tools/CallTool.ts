@@ -5,10 +5,13 @@
  * (ATTEMPTS in all, 1 s then 2 s apart); an error the tool itself returns is passed on as it is, never retried.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Duration, Effect, Either, Option, Schedule } from "effect"
+import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import { z } from "zod"
+import * as AgentScope from "../../../domain/AgentScope.js"
 import * as Labels from "../../../domain/Labels.js"
 import * as ToolName from "../../../domain/ToolName.js"
+import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
+import * as AgentCalls from "../../agents/AgentCalls.js"
 import * as RemoteCall from "../RemoteCall.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
@@ -52,6 +55,24 @@ export const tool = Tool.make({
     Effect.gen(function* () {
       const name = ToolName.parse(args.tool_name)
       if (Either.isLeft(name)) return Tool.refused(name.left)
+      const startedMs = yield* Clock.currentTimeMillis
+      const seen = {
+        peer: args.peer_id.slice(0, 128),
+        service: `mcp://${name.right.service}`,
+        target: ToolName.format(name.right).slice(0, 300),
+        startedMs,
+        bytesIn: 0,
+        bytesOut: 0,
+      }
+      // An agent's call outside its scope is refused here: nothing is sent.
+      const agent = yield* Effect.serviceOption(CurrentAgent)
+      if (Option.isSome(agent)) {
+        const decision = AgentScope.toolAllowed(agent.value.scope, name.right.service, name.right.tool)
+        if (decision._tag === "Denied") {
+          yield* AgentCalls.record({ ...seen, status: 403, refusal: decision.reason })
+          return Tool.refused(decision.reason)
+        }
+      }
       const refusal = yield* Peers.refusal(args.peer_id)
       if (Option.isSome(refusal)) return Tool.refused(refusal.value)
       let required: Readonly<Record<string, string>> | undefined
@@ -69,8 +90,17 @@ export const tool = Tool.make({
         Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
         Effect.either,
       )
-      if (Either.isRight(outcome)) return passOn(outcome.right)
+      if (Either.isRight(outcome)) {
+        yield* AgentCalls.record({ ...seen, status: 200 })
+        return passOn(outcome.right)
+      }
       const error = outcome.left
+      yield* AgentCalls.record({
+        ...seen,
+        status: error.reason === "refused" ? 403 : 502,
+        // Only the rule it names is logged (a serving peer's JSON-RPC refusal comes back as a failure).
+        refusal: error.message,
+      })
       const target = `${ToolName.format(name.right)} on peer ${args.peer_id}`
       return Tool.refused(
         error.reason === "refused"

@@ -1,7 +1,9 @@
 /** `describe_remote_tool`: one tool of an MCP service on a peer, with its input and output schemas. */
 import { Duration, Effect, Either, Option } from "effect"
 import { z } from "zod"
+import * as AgentScope from "../../../domain/AgentScope.js"
 import * as ToolName from "../../../domain/ToolName.js"
+import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
 import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
@@ -33,6 +35,11 @@ export const tool = Tool.make({
       const refusal = yield* Peers.refusal(args.peer_id)
       if (Option.isSome(refusal)) return Tool.refused(refusal.value)
       const { service, tool } = name.right
+      const agent = yield* Effect.serviceOption(CurrentAgent)
+      if (Option.isSome(agent)) {
+        const decision = AgentScope.toolAllowed(agent.value.scope, service, tool)
+        if (decision._tag === "Denied") return Tool.refused(decision.reason)
+      }
       const listed = yield* Effect.either((yield* PeerMcp).listTools(args.peer_id, service, LIST_TIMEOUT))
       if (Either.isLeft(listed)) {
         return Tool.refused(`could not list the tools of ${service} on peer ${args.peer_id}: ${listed.left.message}`)

@@ -4,6 +4,7 @@ import { z } from "zod"
 import * as DiscoveryRow from "../../../domain/DiscoveryRow.js"
 import { isServiceName, SERVICE_TYPES } from "../../../domain/NodeFile.js"
 import { Discovery } from "../../../services/discovery/Discovery.js"
+import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"
 
 /** The search ends by then with what it found. */
@@ -48,7 +49,10 @@ export const tool = Tool.make({
         discovery.find({ type: args.type, ...(name === undefined ? {} : { name }), timeout: SEARCH_TIMEOUT }),
       )
       const host = DiscoveryRow.hostOf(request.host)
-      const services = [...Chunk.toReadonlyArray(found)]
+      const visible = yield* AgentView.keep(Chunk.toReadonlyArray(found), (scope, s) =>
+        AgentView.serviceVisible(scope, s.type, s.name),
+      )
+      const services = [...visible]
         .sort(DiscoveryRow.byPeerAndName)
         .slice(args.offset, args.offset + args.limit)
         .map((service) => DiscoveryRow.row(service, host))

@@ -23,6 +23,7 @@ import { type Announcer, Discovery, type ProviderAnswer } from "../../../service
 import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../../services/mesh/MeshHost.js"
 import { ToolSearch } from "../../../services/toolsearch/ToolSearch.js"
+import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
@@ -291,9 +292,10 @@ export const tool = Tool.make({
           : toolName !== undefined
             ? (yield* byToolName(toolName, service)).filter((row) => !isError(row))
             : yield* meshRows(service, undefined)
+      const shown = yield* AgentView.keep(rows, (scope, row) => AgentView.toolVisible(scope, row.tool_name))
       if (intent !== "" && toolName === undefined) {
-        return Tool.ok({ tools: yield* ranked(rows, intent, args.limit ?? DEFAULT_LIMIT) })
+        return Tool.ok({ tools: yield* ranked(shown, intent, args.limit ?? DEFAULT_LIMIT) })
       }
-      return Tool.ok({ tools: [...rows].sort(byPeerAndTool) })
+      return Tool.ok({ tools: [...shown].sort(byPeerAndTool) })
     }),
 })

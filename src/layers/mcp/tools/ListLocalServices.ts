@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { z } from "zod"
 import { SERVICE_TYPES } from "../../../domain/NodeFile.js"
 import { LocalServices } from "../../../services/local/LocalServices.js"
+import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"
 
 export const tool = Tool.make({
@@ -28,7 +29,9 @@ export const tool = Tool.make({
   annotations: { readOnlyHint: true, openWorldHint: false },
   run: (args) =>
     Effect.gen(function* () {
-      const published = yield* (yield* LocalServices).published
+      const published = yield* AgentView.keep(yield* (yield* LocalServices).published, (scope, s) =>
+        AgentView.serviceVisible(scope, s.type, s.name),
+      )
       const services = published
         .filter((s) => args.type === undefined || s.type === args.type)
         .map((s) => ({
