@@ -21,7 +21,7 @@ import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { setPolicy } from "../support/admin.js"
 import * as Backends from "../support/backends.js"
-import { eventually, tcp, tokenHeader } from "./support.js"
+import { eventually, socket, tcp, tokenHeader } from "./support.js"
 
 const POLICY = {
   roles: [{ name: "mesh:role:node", allowed_labels: ["*"], allowed_services: ["mcp://demo"], allowed_targets: ["*"] }],
@@ -188,6 +188,40 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("fe
           /mesh_node_federated_tool_calls_total\{outcome="tool_error",tool="demo__count"\} 1/,
         )
       }),
+  )
+
+  it.scoped("an agent sees and calls only the federated tools its scope covers", () =>
+    Effect.gen(function* () {
+      const { a } = yield* Mesh
+      const minted = yield* socket(a, "/agents/token", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ agent: "echoer", tools: ["mcp://demo/echo"], ttl: "10m" }),
+      })
+      expect(minted.status).toBe(200)
+      const token = (minted.json as { token: string }).token
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new Client({ name: "scoped-agent", version: "1.0.0" })
+          await client.connect(
+            new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), {
+              requestInit: { headers: { "x-mesh-authentication": `Bearer ${token}` } },
+            }),
+          )
+          return client
+        }),
+        (client) => Effect.promise(() => client.close()),
+      )
+      // The node's own token sees both of demo's tools; the agent only the one in its scope.
+      const { client: own } = yield* agent(a)
+      yield* eventually(30, names(own), (all) => DEMO.every((n) => all.includes(n)))
+      const listed = yield* eventually(30, names(client), (all) => all.includes("demo__echo"))
+      expect(listed.filter((n) => n.includes("__"))).toEqual(["demo__echo"])
+      const echoed = yield* call(client, "demo__echo", { text: "hi" })
+      expect(echoed.isError).not.toBe(true)
+      const refused = yield* call(client, "demo__count", { steps: 1 })
+      expect(refused.isError).toBe(true)
+    }),
   )
 
   it.scoped(
