@@ -17,6 +17,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["inference", () => import("./inference.js")],
   ["mcp", () => import("./mcp.js")],
   ["toolsearch", () => import("./toolsearch.js")],
+  ["rtt", () => import("./rtt.js")],
 ]
 
 const filter = process.argv[2]
