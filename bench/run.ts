@@ -18,6 +18,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["mcp", () => import("./mcp.js")],
   ["toolsearch", () => import("./toolsearch.js")],
   ["agents", () => import("./agents.js")],
+  ["rtt", () => import("./rtt.js")],
 ]
 
 const filter = process.argv[2]

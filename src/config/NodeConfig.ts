@@ -32,6 +32,8 @@ export interface NodeSettings {
   readonly dataDir: string
   /** libp2p listen multiaddrs. */
   readonly listen: ReadonlyArray<string>
+  /** Addresses peers are told to dial instead of the listen addresses (a port forward, NAT, a relay of our own). */
+  readonly externalAddresses: ReadonlyArray<string>
   /** The local API's TCP listener; none disables it. */
   readonly bindAddress: Option.Option<ListenAddress>
   /** The local API's Unix socket (mode 0600, no token); none disables it. */
@@ -98,6 +100,7 @@ export const socketPathIn = (dataDir: string) => join(dataDir, defaults.socketFi
 export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "dataDir" | "apiToken">): NodeSettings => ({
   controlPlaneUrl: Option.none(),
   listen: ["/ip4/127.0.0.1/tcp/0"],
+  externalAddresses: [],
   bindAddress: Option.none(),
   socketPath: Option.none(),
   tls: Option.none(),

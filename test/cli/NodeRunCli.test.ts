@@ -50,7 +50,7 @@ describe("mesh-node run command line", () => {
   )
 
   it.live(
-    "enrolls with a bootstrap token file, serves its API with the token it wrote 0600, and stops on SIGTERM with 0",
+    "enrolls with a bootstrap token file, serves its API with the token it wrote 0600, tells peers its --external-addr, and stops on SIGTERM with 0",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
@@ -71,6 +71,8 @@ describe("mesh-node run command line", () => {
             `127.0.0.1:${port}`,
             "--listen",
             "/ip4/127.0.0.1/tcp/0",
+            "--external-addr",
+            "/ip4/192.0.2.7/tcp/4999",
             "--log-level",
             "warn",
           ])
@@ -99,6 +101,13 @@ describe("mesh-node run command line", () => {
             (info) => info.connected === true,
           )
           expect(ready.connected).toBe(true)
+          // Peers learn the external address only, not the listen address behind it.
+          const network = yield* Effect.promise(() =>
+            fetch(`http://127.0.0.1:${port}/debug/network-info`, {
+              headers: { "x-mesh-authentication": `Bearer ${apiToken}` },
+            }).then((r) => r.json() as Promise<{ addresses?: ReadonlyArray<string> }>),
+          )
+          expect(network.addresses?.map((a) => a.replace(/\/p2p\/.*$/, ""))).toEqual(["/ip4/192.0.2.7/tcp/4999"])
           expect(node.stderr()).not.toContain(apiToken)
           node.child.kill("SIGTERM")
           expect(yield* Effect.promise(() => node.exited)).toBe(0)

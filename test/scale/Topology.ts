@@ -85,6 +85,10 @@ export interface RouterOptions {
   readonly host?: string
   readonly prefix?: ReadonlyArray<string>
   readonly syncInterval?: string
+  /** The libp2p port; default: a free one. */
+  readonly port?: number
+  /** Flags after the defaults, e.g. `--external-addr`. */
+  readonly extraArgs?: ReadonlyArray<string>
 }
 
 /** A router on a fixed port and data folder, so that a restart comes back where its members look for it. */
@@ -98,7 +102,7 @@ export const router = (
     const outer = yield* Effect.scope
     const token = join(folder, `${name}-bootstrap-token`)
     yield* tokenFile(cp, token, "mesh:role:router")
-    const port = yield* Effect.promise(freePort)
+    const port = options.port ?? (yield* Effect.promise(freePort))
     const metricsPort = yield* Effect.promise(freePort)
     const metricsUrl = `http://${options.host ?? "127.0.0.1"}:${metricsPort}`
     const current = yield* Ref.make<{ scope: Scope.CloseableScope; process: MemberProcess.MemberProcess } | undefined>(
@@ -119,6 +123,7 @@ export const router = (
       `${options.host ?? "127.0.0.1"}:${metricsPort}`,
       "--log-level",
       "info",
+      ...(options.extraArgs ?? []),
     ]
     const stop = Effect.gen(function* () {
       const running = yield* Ref.getAndSet(current, undefined)
@@ -156,6 +161,8 @@ export interface NodeOptions {
   readonly prefix?: ReadonlyArray<string>
   readonly syncInterval?: string
   readonly extraArgs?: ReadonlyArray<string>
+  /** MESH_* settings for the process (the parent's are not passed on). */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 /** A node; its local API is its Unix socket (no token), reachable whatever namespace it runs in. */
@@ -201,7 +208,9 @@ export const node = (
     const start = Effect.gen(function* () {
       yield* stop
       const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-      const process = yield* MemberProcess.start("mesh-node", args, {}, options.prefix).pipe(Scope.extend(scope))
+      const process = yield* MemberProcess.start("mesh-node", args, options.env ?? {}, options.prefix).pipe(
+        Scope.extend(scope),
+      )
       yield* Ref.set(current, { scope, process })
     })
     yield* start

@@ -28,6 +28,11 @@ const flags = {
     description: `Configuration file (labels, egress floor, services). Default: <data-dir>/${NodeConfig.defaults.configFile}; a missing default file means an empty configuration.`,
   }),
   listen: Flag.repeatable("listen", "MESH_LISTEN", `libp2p listen multiaddr. Default: ${NodeConfig.defaults.listen}.`),
+  externalAddr: Flag.repeatable(
+    "external-addr",
+    "MESH_EXTERNAL_ADDR",
+    "Address peers are told to dial instead of the listen addresses (behind NAT or a port forward).",
+  ),
   bindAddr: Flag.text("bind-addr", {
     env: "MESH_BIND_ADDR",
     fallback: NodeConfig.defaults.bindAddress,
@@ -203,6 +208,7 @@ export const settingsFromFlags = (f: Flags) =>
       controlPlaneUrl: f.controlPlane,
       dataDir: f.dataDir,
       listen: yield* Flag.repeatedOr(f.listen, "MESH_LISTEN", [NodeConfig.defaults.listen]),
+      externalAddresses: yield* Flag.repeatedOr(f.externalAddr, "MESH_EXTERNAL_ADDR", []),
       bindAddress,
       allowedHosts,
       socketPath,

@@ -46,7 +46,12 @@ const membership = (settings: NodeSettings) =>
     jitter: true,
   })
 
-const host = (settings: NodeSettings) => MeshHostLive.fromMembership({ listen: settings.listen, mode: "node" })
+const host = (settings: NodeSettings) =>
+  MeshHostLive.fromMembership({
+    listen: settings.listen,
+    ...(settings.externalAddresses.length > 0 ? { announce: settings.externalAddresses } : {}),
+    mode: "node",
+  })
 
 /** The services this node publishes, how peers learn of them, and how this node learns of theirs. */
 const services = Layer.mergeAll(
