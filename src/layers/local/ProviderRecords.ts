@@ -2,11 +2,15 @@
  * DHT provider records for the published services: two keys per service, its type and its type+name
  * (ServiceKeys.cid), provided to the routers (the DHT servers) as soon as the service is published and a router is
  * connected, again every REFRESH — well within the routers' record validity (Libp2pHost.PROVIDER_VALIDITY_MS) — and
- * at once after a router link comes back. A provide that reached no DHT server is retried after 2 s, doubling up to
- * a minute. Keys no published service needs any more are no longer refreshed, so the routers drop them when they
- * expire.
+ * all of them at once whenever a router link comes up: a router keeps provider records in memory only, so one that
+ * restarted has none, and one linked later never got them. A placement counts only when every linked router (up to
+ * the DHT's K) took it. One that some router missed is retried after 1 s, doubling up to 5 s; one no router took, up
+ * to a minute. Keys no published service needs any more are no longer refreshed, so the routers drop them when
+ * they expire.
  */
 
+import type { PeerId } from "@libp2p/interface"
+import { peerIdFromString } from "@libp2p/peer-id"
 import { Clock, Duration, Effect, Layer, Queue, Ref, Stream } from "effect"
 import type { CID } from "multiformats/cid"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
@@ -18,6 +22,8 @@ export const REFRESH = Duration.minutes(5)
 const PROVIDE_TIMEOUT = Duration.seconds(30)
 const FIRST_RETRY_MS = 1_000
 const MAX_RETRY_MS = 60_000
+const MAX_PARTIAL_RETRY_MS = 5_000
+const ROUTING_TABLE_WAIT = Duration.seconds(5)
 const TICK = Duration.seconds(1)
 const CONCURRENCY = 4
 /** kad-dht's K: a record goes to at most this many of the closest servers. */
@@ -42,8 +48,21 @@ export const layer = Layer.scopedDiscard(
     /** A router link came up since the last tick: every record is placed again. */
     const placeAll = yield* Ref.make(false)
     const wakeups = yield* Effect.acquireRelease(Queue.sliding<void>(1), Queue.shutdown)
+    // kad-dht adds a peer to its routing table on its own schedule (a ping first); a router that just came back may
+    // be missing from it for a while, and records placed meanwhile would skip it. It is added before placing.
+    const table = (dht as unknown as { routingTable?: { add?: (peer: PeerId) => Promise<void> } }).routingTable
+    const intoTable = (peer: string) =>
+      Effect.tryPromise(() => table?.add?.(peerIdFromString(peer)) ?? Promise.resolve()).pipe(
+        Effect.timeout(ROUTING_TABLE_WAIT),
+        Effect.ignore,
+      )
     yield* links.linkUps.pipe(
-      Stream.runForEach(() => Ref.set(placeAll, true).pipe(Effect.zipRight(Queue.offer(wakeups, undefined)))),
+      Stream.runForEach((peer) =>
+        intoTable(peer).pipe(
+          Effect.zipRight(Ref.set(placeAll, true)),
+          Effect.zipRight(Queue.offer(wakeups, undefined)),
+        ),
+      ),
       Effect.forkScoped,
     )
 
@@ -65,18 +84,26 @@ export const layer = Layer.scopedDiscard(
             }
             return peers.size
           },
-          catch: describe,
-        }).pipe(Effect.timeoutFail({ duration: PROVIDE_TIMEOUT, onTimeout: () => "provide timed out" }))
+          catch: (error) => ({ reason: describe(error), partial: false }),
+        }).pipe(
+          Effect.timeoutFail({
+            duration: PROVIDE_TIMEOUT,
+            onTimeout: () => ({ reason: "provide timed out", partial: false }),
+          }),
+        )
         const wanted = Math.max(1, Math.min(routers, DHT_K))
-        if (took < wanted) return yield* Effect.fail(`${took} of ${wanted} DHT servers took the record`)
+        if (took < wanted) {
+          return yield* Effect.fail({ reason: `${took} of ${wanted} DHT servers took the record`, partial: took > 0 })
+        }
       })
 
     const settle = (key: string, record: ProviderRecord, now: number) =>
       provide(record.cid).pipe(
         Effect.as({ ...record, failures: 0, nextAtMs: now + Duration.toMillis(REFRESH) }),
-        Effect.catchAll((reason) => {
+        Effect.catchAll(({ reason, partial }) => {
           const failures = record.failures + 1
-          const retryMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))
+          // A router that lacks the record is a hole in discovery: retried soon. None reachable: backed off longer.
+          const retryMs = Math.min(partial ? MAX_PARTIAL_RETRY_MS : MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))
           return Effect.as(
             Effect.logDebug("provider record not placed").pipe(
               Effect.annotateLogs({ key, reason, retry_in_ms: retryMs }),
