@@ -219,6 +219,14 @@ const program = Effect.gen(function* () {
       120_000,
     )
     restarts.push({ relinkedMs: relinked, survivorRecordsMs: held })
+    if (!Number.isFinite(relinked) || !Number.isFinite(held)) {
+      // What the first node says of its router links, for the operator reading a failed round.
+      const links = yield* Local.request(nodes[0] as Topology.Node, "/debug/connectivity").pipe(
+        Effect.map((answer) => answer.body),
+        Effect.orElseSucceed(() => "no answer"),
+      )
+      yield* log(`node-0 router links: ${links.slice(0, 2_000)}`)
+    }
     yield* log(
       `kill ${k + 1} (${router.name}): discoverable ${seconds(recoveries.at(-1) ?? 0)} s; ${survivor.name} alone names every provider ${seconds(held)} s; back and linked ${seconds(relinked)} s`,
     )

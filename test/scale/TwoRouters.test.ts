@@ -1,7 +1,8 @@
 /**
  * Two routers, one of them killed for good (issue 24): B places its provider records while linked to router 1 only;
  * router 2 starts later and the nodes link to it from /info. Router 2 must hold B's records before router 1 goes,
- * and once router 1 is killed B's service stays in the DHT, discoverable from A and C and callable from both.
+ * and once router 1 is killed B's service stays in the DHT, discoverable from A and C and callable from both. Then
+ * router 1 comes back and router 2 goes: router 1 alone must name B again.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -33,7 +34,7 @@ const callable = (from: Topology.Node, b: string) =>
 
 describe("two routers", () => {
   it.scopedLive(
-    "the router B first placed its records on is killed for good: nothing is lost",
+    "the router B first placed its records on is killed for good: nothing is lost; back, it holds them again",
     () =>
       Effect.gen(function* () {
         const folder = yield* Effect.acquireRelease(
@@ -72,9 +73,7 @@ describe("two routers", () => {
           interval: Duration.millis(250),
         })
 
-        yield* Topology.router(cp, folder, "router-2", { syncInterval: "5s" }).pipe(
-          Effect.tap((second) => Effect.addFinalizer(() => second.stop)),
-        )
+        const second = yield* Topology.router(cp, folder, "router-2", { syncInterval: "5s" })
         const both = (node: Topology.Node) =>
           poll(linkedRouters(node), (linked) => linked.length === 2, {
             what: `${node.name} is linked to both routers`,
@@ -113,6 +112,22 @@ describe("two routers", () => {
         )
         expect(healed.dht.has(bId)).toBe(true)
         console.log(`router 1 killed: all checks passed ${((Date.now() - killedAt) / 1000).toFixed(1)} s later`)
+
+        // Router 1 comes back (same port and folder) and router 2 goes: the nodes must have linked to router 1 again
+        // and placed B's records there, so that it alone names B. A relay reservation that never answered once held
+        // the nodes' link loop, and with it the links to every router.
+        yield* first.start
+        yield* Effect.all(
+          [a, b, c].map((node) => both(node)),
+          { concurrency: "unbounded" },
+        )
+        yield* second.stop
+        yield* poll(probe.providers([firstAddress], "mcp", "demo"), (found) => found.has(bId), {
+          what: "router 1, back, alone names B",
+          timeout: Duration.seconds(10),
+          interval: Duration.millis(250),
+        })
+        yield* poll(callable(a, bId), (ok) => ok, { what: "A calls B", timeout: Duration.seconds(10) })
       }),
     Duration.toMillis(Duration.minutes(5)),
   )

@@ -18,6 +18,7 @@ const FIRST_BACKOFF_MS = 500
 const MAX_BACKOFF_MS = 5_000
 const JITTER = 0.2
 const DIAL_TIMEOUT = Duration.seconds(15)
+const RESERVE_TIMEOUT = Duration.seconds(10)
 /** The loop looks again at least this often, besides on every change of the host's connections. */
 const TICK = Duration.seconds(1)
 const RESYNC_EVERY_MS = 10_000
@@ -59,20 +60,32 @@ export const make = (options: Options) =>
     const circuitOf = (link: LinkState) => `${link.address}/p2p-circuit`
 
     /** Dials one router and reserves a relay slot on it; the updated state either way. */
+    /**
+     * A relay slot on the router, unless this node already listens through it (libp2p keeps a slot across a short
+     * reconnect). Bounded in time: a reservation that never answers must not hold up the links to the other routers,
+     * which the same loop keeps.
+     */
     const reserve = (link: LinkState) =>
-      !options.relay
-        ? Effect.succeed(false)
-        : host.listen(circuitOf(link)).pipe(
-            Effect.as(true),
-            Effect.catchAll((error) =>
-              Effect.as(
-                Effect.logWarning("router refused a relay slot").pipe(
-                  Effect.annotateLogs({ router: link.peerId, reason: error.reason }),
-                ),
-                false,
+      Effect.gen(function* () {
+        if (!options.relay) return false
+        const circuit = circuitOf(link)
+        if ((yield* host.addresses).some((address) => address.startsWith(circuit))) return true
+        return yield* host.listen(circuit).pipe(
+          Effect.timeoutFail({
+            duration: RESERVE_TIMEOUT,
+            onTimeout: () => ({ reason: `no answer within ${Duration.format(RESERVE_TIMEOUT)}` }),
+          }),
+          Effect.as(true),
+          Effect.catchAll((error) =>
+            Effect.as(
+              Effect.logWarning("router refused a relay slot").pipe(
+                Effect.annotateLogs({ router: link.peerId, reason: error.reason }),
               ),
+              false,
             ),
-          )
+          ),
+        )
+      })
 
     const attempt = (link: LinkState, now: number): Effect.Effect<LinkState> =>
       host.dial(link.address, { requireRole: ROUTER_ROLE }).pipe(
