@@ -189,6 +189,31 @@ const parseFacts = (source: string): Facts | undefined => {
 }
 
 /**
+ * The token with its signature chain checked under the key its root names, and that key's id; the caller frees the
+ * token. Fails with `unknown_key` (no such key), `bad_signature` or `malformed`.
+ */
+const parseSigned = (
+  bytes: Uint8Array,
+  keyFor: (id: number) => Uint8Array | undefined,
+): Either.Either<{ readonly token: Biscuit; readonly keyId: number | undefined }, Failure> => {
+  let keyId: number | undefined
+  let known = false
+  try {
+    const token = Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) => {
+      keyId = typeof id === "number" ? id : undefined
+      const key = keyId === undefined ? undefined : keyFor(keyId)
+      known = key !== undefined
+      // Throwing here would panic inside the wasm module; a key nobody holds makes the check fail cleanly instead.
+      return PublicKey.fromBytes(key ?? UNKNOWN_KEY, SignatureAlgorithm.Ed25519)
+    })
+    return Either.right({ token, keyId })
+  } catch {
+    if (keyId !== undefined && !known) return Either.left("unknown_key")
+    return Either.left(known ? "bad_signature" : "malformed")
+  }
+}
+
+/**
  * Verifies a credential. `keyFor` returns the raw public key of a live signing key id, or undefined for an unknown or
  * retired one. With `allowExpired`, an expired credential still verifies (refresh uses this; it proves freshness by
  * other means).
@@ -199,21 +224,9 @@ export const verify = (
   nowMs: number,
   options: { readonly allowExpired?: boolean } = {},
 ): Either.Either<Verified, Failure> => {
-  let keyId: number | undefined
-  let known = false
-  let token: Biscuit
-  try {
-    token = Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) => {
-      keyId = typeof id === "number" ? id : undefined
-      const key = keyId === undefined ? undefined : keyFor(keyId)
-      known = key !== undefined
-      // Throwing here would panic inside the wasm module; a key nobody holds makes the check fail cleanly instead.
-      return PublicKey.fromBytes(key ?? UNKNOWN_KEY, SignatureAlgorithm.Ed25519)
-    })
-  } catch {
-    if (keyId !== undefined && !known) return Either.left("unknown_key")
-    return Either.left(known ? "bad_signature" : "malformed")
-  }
+  const parsed = parseSigned(bytes, keyFor)
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const { token, keyId } = parsed.right
   try {
     if (token.countBlocks() !== 1) return Either.left("attenuated")
     const facts = parseFacts(token.getBlockSource(0))
@@ -245,20 +258,9 @@ export const open = (
   bytes: Uint8Array,
   keyFor: (id: number) => Uint8Array | undefined,
 ): Either.Either<Opened, Failure> => {
-  let keyId: number | undefined
-  let known = false
-  let token: Biscuit
-  try {
-    token = Biscuit.fromBytesWithProvider(bytes, (id: number | undefined | null) => {
-      keyId = typeof id === "number" ? id : undefined
-      const key = keyId === undefined ? undefined : keyFor(keyId)
-      known = key !== undefined
-      return PublicKey.fromBytes(key ?? UNKNOWN_KEY, SignatureAlgorithm.Ed25519)
-    })
-  } catch {
-    if (keyId !== undefined && !known) return Either.left("unknown_key")
-    return Either.left(known ? "bad_signature" : "malformed")
-  }
+  const parsed = parseSigned(bytes, keyFor)
+  if (Either.isLeft(parsed)) return Either.left(parsed.left)
+  const { token, keyId } = parsed.right
   try {
     const facts = parseFacts(token.getBlockSource(0))
     if (facts === undefined || keyId === undefined) return Either.left("malformed")
