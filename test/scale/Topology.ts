@@ -6,12 +6,13 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Duration, Effect, ExecutionStrategy, Exit, Redacted, Ref, Scope } from "effect"
+import { Duration, Effect, Redacted, type Scope } from "effect"
 import { freePort } from "../../src/testing/Ports.js"
 import * as ControlPlaneProcess from "./ControlPlaneProcess.js"
 import * as Local from "./LocalApi.js"
 import * as MemberProcess from "./MemberProcess.js"
 import { admin, mintToken, poll } from "./Requests.js"
+import * as Restartable from "./Restartable.js"
 
 /** Every node may call every service of every other node. */
 export const OPEN_POLICY = {
@@ -99,15 +100,11 @@ export const router = (
   options: RouterOptions = {},
 ): Effect.Effect<Router, Error, Scope.Scope> =>
   Effect.gen(function* () {
-    const outer = yield* Effect.scope
     const token = join(folder, `${name}-bootstrap-token`)
     yield* tokenFile(cp, token, "mesh:role:router")
     const port = options.port ?? (yield* Effect.promise(freePort))
     const metricsPort = yield* Effect.promise(freePort)
     const metricsUrl = `http://${options.host ?? "127.0.0.1"}:${metricsPort}`
-    const current = yield* Ref.make<{ scope: Scope.CloseableScope; process: MemberProcess.MemberProcess } | undefined>(
-      undefined,
-    )
     const args = [
       "--control-plane",
       cp.url,
@@ -125,15 +122,9 @@ export const router = (
       "info",
       ...(options.extraArgs ?? []),
     ]
-    const stop = Effect.gen(function* () {
-      const running = yield* Ref.getAndSet(current, undefined)
-      if (running !== undefined) yield* Scope.close(running.scope, Exit.void)
-    })
+    const process = yield* Restartable.make(MemberProcess.start("mesh-router", args, {}, options.prefix))
     const start = Effect.gen(function* () {
-      yield* stop
-      const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-      const process = yield* MemberProcess.start("mesh-router", args, {}, options.prefix).pipe(Scope.extend(scope))
-      yield* Ref.set(current, { scope, process })
+      yield* process.start
       yield* poll(
         Effect.promise(() =>
           fetch(`${metricsUrl}/readyz`, { signal: AbortSignal.timeout(5_000) }).then(
@@ -145,11 +136,8 @@ export const router = (
         { what: `router ${name} is ready`, timeout: Duration.seconds(120), interval: Duration.millis(200) },
       )
     })
-    const output = Effect.flatMap(Ref.get(current), (running) =>
-      running === undefined ? Effect.succeed("") : running.process.output,
-    )
     yield* start
-    const pid = Effect.map(Ref.get(current), (running) => running?.process.pid ?? -1)
+    const { stop, output, pid } = process
     return { name, port, metricsUrl, start, stop, output, pid }
   })
 
@@ -173,7 +161,6 @@ export const node = (
   options: NodeOptions = {},
 ): Effect.Effect<Node, unknown, Scope.Scope> =>
   Effect.gen(function* () {
-    const outer = yield* Effect.scope
     const data = join(folder, name)
     mkdirSync(data, { mode: 0o700 })
     writeFileSync(join(data, "mesh-node.yaml"), options.config ?? "labels: {}\n")
@@ -198,26 +185,9 @@ export const node = (
       "info",
       ...(options.extraArgs ?? []),
     ]
-    const current = yield* Ref.make<{ scope: Scope.CloseableScope; process: MemberProcess.MemberProcess } | undefined>(
-      undefined,
-    )
-    const stop = Effect.gen(function* () {
-      const running = yield* Ref.getAndSet(current, undefined)
-      if (running !== undefined) yield* Scope.close(running.scope, Exit.void)
-    })
-    const start = Effect.gen(function* () {
-      yield* stop
-      const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-      const process = yield* MemberProcess.start("mesh-node", args, options.env ?? {}, options.prefix).pipe(
-        Scope.extend(scope),
-      )
-      yield* Ref.set(current, { scope, process })
-    })
-    yield* start
-    const output = Effect.flatMap(Ref.get(current), (running) =>
-      running === undefined ? Effect.succeed("") : running.process.output,
-    )
-    const pid = Effect.map(Ref.get(current), (running) => running?.process.pid ?? -1)
+    const process = yield* Restartable.make(MemberProcess.start("mesh-node", args, options.env ?? {}, options.prefix))
+    yield* process.start
+    const { start, stop, output, pid } = process
     return { name, output, pid, socketPath: join(data, "mesh.sock"), start, stop }
   })
 
