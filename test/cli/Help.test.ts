@@ -99,8 +99,10 @@ describe("--help of every command", () => {
       const result = await runBin("mesh-node", [])
       expect(result.status).toBe(0)
       expect(result.stdout).toContain("$ mesh-node <command> [flags]")
-      expect(result.stdout).toMatch(/\n {2}join {2}Enroll this machine/)
-      expect(result.stdout).toMatch(/\n {2}run {3}Join the mesh/)
+      // The column is as wide as the longest command's name.
+      expect(result.stdout).toMatch(/\n {2}join +Enroll this machine/)
+      expect(result.stdout).toMatch(/\n {2}run +Join the mesh/)
+      expect(result.stdout).toMatch(/\n {2}agent-token {2}Mint a token for an agent/)
     },
     TIMEOUT,
   )
