@@ -7,6 +7,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import MiniSearch, { type SearchResult } from "minisearch"
+import type { Hit } from "../../services/toolsearch/ToolSearch.js"
 
 export interface Document {
   /** `<peer>/<service>/<tool>`: a tool of one service on one peer. */
@@ -107,14 +108,6 @@ export const make = (): Index =>
       fuzzy: (term) => (term.length >= 5 ? 0.2 : false),
     },
   })
-
-export interface Hit {
-  readonly peerId: string
-  readonly service: string
-  readonly tool: string
-  readonly description: string
-  readonly score: number
-}
 
 const hitOf = (result: SearchResult): Hit => ({
   peerId: result.peerId as string,
