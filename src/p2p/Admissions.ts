@@ -10,7 +10,7 @@
  */
 import type { Connection } from "@libp2p/interface"
 import { Deferred, type Duration, Effect, Exit, FiberId, identity } from "effect"
-import type { AuthenticatedPeer } from "../services/mesh/MeshHost.js"
+import type { AuthenticatedPeer, ConnectedPeer } from "../services/mesh/MeshHost.js"
 
 export type Outcome =
   | { readonly _tag: "Authenticated"; readonly peer: AuthenticatedPeer }
@@ -34,7 +34,8 @@ const MAX_REFUSED = 4096
 export class Admissions {
   private readonly connections = new Map<string, Tracked>()
   private readonly byPeer = new Map<string, Set<Tracked>>()
-  private readonly authenticated = new Map<string, AuthenticatedPeer>()
+  private readonly authenticated = new Map<string, ConnectedPeer>()
+  private sessions = 0
   private readonly refused = new Set<string>()
   private changed = Deferred.unsafeMake<void>(FiberId.none)
 
@@ -75,7 +76,8 @@ export class Admissions {
   admit(tracked: Tracked, peer: AuthenticatedPeer): boolean {
     if (tracked.status === "refused") return false
     tracked.status = "authenticated"
-    this.authenticated.set(tracked.peerId, peer)
+    const session = this.authenticated.get(tracked.peerId)?.session ?? ++this.sessions
+    this.authenticated.set(tracked.peerId, { ...peer, session })
     this.refused.delete(tracked.peerId)
     this.conclude(tracked, { _tag: "Authenticated", peer })
     this.notify()
@@ -103,18 +105,19 @@ export class Admissions {
 
   /** Replaces the record of a still-authenticated peer (re-verification refreshes `verifiedAtMs`). */
   refresh(peer: AuthenticatedPeer): void {
-    if (this.authenticated.has(peer.peerId)) this.authenticated.set(peer.peerId, peer)
+    const known = this.authenticated.get(peer.peerId)
+    if (known !== undefined) this.authenticated.set(peer.peerId, { ...peer, session: known.session })
   }
 
   isAuthenticated(peerId: string): boolean {
     return this.authenticated.has(peerId)
   }
 
-  get(peerId: string): AuthenticatedPeer | undefined {
+  get(peerId: string): ConnectedPeer | undefined {
     return this.authenticated.get(peerId)
   }
 
-  list(): ReadonlyArray<AuthenticatedPeer> {
+  list(): ReadonlyArray<ConnectedPeer> {
     return [...this.authenticated.values()]
   }
 

@@ -10,7 +10,7 @@
 import { Clock, Duration, Effect, Layer, Option, PubSub, Random, Ref, Stream, SubscriptionRef } from "effect"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Membership } from "../../services/member/Membership.js"
-import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { type ConnectedPeer, MeshHost } from "../../services/mesh/MeshHost.js"
 import { type RouterLink, RouterLinks } from "../../services/mesh/RouterLinks.js"
 
 const FIRST_BACKOFF_MS = 500
@@ -54,7 +54,8 @@ export const make = (options: Options) =>
     const links = yield* Ref.make<ReadonlyMap<string, LinkState>>(new Map())
     const connected = yield* SubscriptionRef.make(false)
     const lastResync = yield* Ref.make(0)
-    const up = yield* Ref.make<ReadonlySet<string>>(new Set())
+    /** The session of every router link last seen up: a changed session is a link that came up again. */
+    const up = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
     const ups = yield* Effect.acquireRelease(PubSub.unbounded<string>(), PubSub.shutdown)
 
     const circuitOf = (link: LinkState) => `${link.address}/p2p-circuit`
@@ -138,12 +139,16 @@ export const make = (options: Options) =>
     const tick = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       const listed = (yield* membership.routers).filter((address) => peerIdOf(address) !== host.peerId)
-      const routers = new Set((yield* host.peers).filter((p) => p.role === ROUTER_ROLE).map((p) => p.peerId))
+      const sessionsOf = (peers: ReadonlyArray<ConnectedPeer>) =>
+        new Map(peers.filter((p) => p.role === ROUTER_ROLE).map((p) => [p.peerId, p.session]))
+      const routers = sessionsOf(yield* host.peers)
+      const before = yield* Ref.get(up)
       const previous = yield* Ref.get(links)
       const current = listed.map((address): LinkState => {
         const link = previous.get(address) ?? fresh(address)
         const up = routers.has(link.peerId)
-        if (up === link.connected) return link
+        const relinked = up && before.has(link.peerId) && before.get(link.peerId) !== routers.get(link.peerId)
+        if (up === link.connected && !relinked) return link
         return {
           ...link,
           connected: up,
@@ -160,9 +165,10 @@ export const make = (options: Options) =>
         { concurrency: "unbounded" },
       )
       yield* Ref.set(links, new Map(settled.map((link) => [link.address, link])))
-      const nowUp = new Set([...routers, ...settled.filter((link) => link.connected).map((link) => link.peerId)])
-      const before = yield* Ref.getAndSet(up, nowUp)
-      const cameUp = [...nowUp].filter((peer) => !before.has(peer))
+      // Read again after the dials: a link that came up (or went and came back) during them counts now.
+      const nowUp = sessionsOf(yield* host.peers)
+      yield* Ref.set(up, nowUp)
+      const cameUp = [...nowUp].filter(([peer, session]) => before.get(peer) !== session).map(([peer]) => peer)
       yield* PubSub.publishAll(ups, cameUp)
       const anyUp = nowUp.size > 0
       if (anyUp !== (yield* SubscriptionRef.get(connected))) {

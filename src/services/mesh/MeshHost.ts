@@ -28,6 +28,16 @@ export interface AuthenticatedPeer {
   readonly verifiedAtMs: number
 }
 
+/**
+ * An authenticated peer as the host lists it. `session` is new each time the peer becomes authenticated after a time
+ * with no authenticated connection (a reconnect, a restart on its side), and stays the same through re-authentication
+ * on a connection it has: a watcher that compares sessions sees every reconnect, even one that happened between two
+ * of its looks.
+ */
+export interface ConnectedPeer extends AuthenticatedPeer {
+  readonly session: number
+}
+
 export interface MeshHostService {
   readonly peerId: string
   /** The raw host, for router/node features built on top. */
@@ -35,7 +45,7 @@ export interface MeshHostService {
   /** Listen multiaddrs, each ending in /p2p/<peerId>. */
   readonly addresses: Effect.Effect<ReadonlyArray<string>>
   /** Connected and authenticated peers. */
-  readonly peers: Effect.Effect<ReadonlyArray<AuthenticatedPeer>>
+  readonly peers: Effect.Effect<ReadonlyArray<ConnectedPeer>>
   /** The peer as last verified; none when it is not authenticated or its credential has expired since. */
   readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
   /** Completes at the next change of who is connected or authenticated; watchers re-read `peers` then. */
