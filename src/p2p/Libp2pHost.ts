@@ -32,6 +32,24 @@ const RELAY_DURATION_LIMIT_MS = 60 * 60 * 1000
 const RELAY_DATA_LIMIT = 1n << 30n
 /** A router holds a slot for every node behind NAT; libp2p's default of 15 suits a public volunteer relay. */
 const RELAY_MAX_RESERVATIONS = 4096
+/**
+ * A router's gossip mesh holds every subscriber of a topic (it grafts each at once, as it subscribes). Nodes hang off
+ * the routers like leaves (they connect to each other only to talk), so with gossipsub's D = 6 most of them would
+ * hear a ban or a key change only from IHAVE gossip or their next /info sync, seconds later. Sending to every
+ * subscriber is what delivering to all of them costs anyway; a node takes each message once per router.
+ */
+const ROUTER_GOSSIP_DEGREE = RELAY_MAX_RESERVATIONS
+/**
+ * A router is linked to every member. libp2p's defaults (300 connections; 5 new inbound connections a second per
+ * address; 10 pending) would prune members past 300 and, after a restart, turn away all but 5 of the members behind
+ * one address (a NAT, or one test host) each second, each then waiting out its backoff. Unauthenticated connections
+ * are still cut off by the handshake deadline.
+ */
+const ROUTER_CONNECTIONS = {
+  maxConnections: 16_384,
+  inboundConnectionThreshold: 200,
+  maxIncomingPendingConnections: 256,
+}
 
 export interface MeshServices extends Record<string, unknown> {
   identify: Identify
@@ -79,6 +97,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionGater: config.gater,
+    ...(router ? { connectionManager: ROUTER_CONNECTIONS } : {}),
     services: {
       // Identify runs once the handshake admitted the peer (MeshHostLive), not on every connection: it would tell an
       // unauthenticated peer our addresses and protocols, and compete with the handshake for the first milliseconds.
@@ -97,6 +116,11 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         globalSignaturePolicy: StrictSign,
         // Publishing is fire-and-forget: an empty topic is not an error for the publisher.
         allowPublishToZeroTopicPeers: true,
+        // gossipsub scores down every peer of an address shared by more than 10 (a Sybil defence for open networks);
+        // past 13 it ignores them all. Here each peer holds a credential from the control plane, and many members
+        // behind one NAT (or one host) are normal: the penalty would silence all of them.
+        scoreParams: { IPColocationFactorWeight: 0 },
+        ...(router ? { D: ROUTER_GOSSIP_DEGREE, Dlo: ROUTER_GOSSIP_DEGREE, Dhi: ROUTER_GOSSIP_DEGREE } : {}),
       }),
       gate: gateService(config.guard),
       ...relay,

@@ -136,4 +136,36 @@ describe("MeshHost gossip", () => {
       }),
     60_000,
   )
+  it.scopedLive(
+    "a router forwards every message to every subscriber it has, however many share an address, not to gossipsub's usual six to twelve",
+    () =>
+      Effect.gen(function* () {
+        const trust = makeTrust()
+        const router = yield* startPeer({ mode: "router", trust })
+        const publisher = yield* startPeer({ mode: "node", trust })
+        yield* publisher.dial(router.address)
+        // More subscribers than gossipsub's Dhi (12), all on one address, each linked to the router alone (nodes at rest).
+        const subscribers = yield* Effect.forEach(Array.from({ length: 16 }), () =>
+          Effect.tap(startPeer({ mode: "node", trust }), (peer) => peer.dial(router.address)),
+        )
+        const heard = yield* Ref.make<ReadonlySet<string>>(new Set())
+        yield* Effect.forEach(subscribers, (peer) =>
+          Stream.runForEach(peer.subscribe(TOPIC), () =>
+            Ref.update(heard, (all) => new Set([...all, peer.peerId])),
+          ).pipe(Effect.forkScoped),
+        )
+        // The implementation's view of its mesh; the public GossipSub interface does not expose it.
+        const pubsub = router.libp2p.services.pubsub as unknown as { getMeshPeers(topic: string): string[] }
+        const meshed = () => new Set(pubsub.getMeshPeers(TOPIC))
+        yield* waitUntil("every subscriber is in the router's mesh", () =>
+          subscribers.every((peer) => meshed().has(peer.peerId)),
+        )
+        yield* publisher.publish(TOPIC, Buffer.from("ban"))
+        yield* waitUntil("every subscriber heard the message", async () => {
+          const all = await Effect.runPromise(Ref.get(heard))
+          return subscribers.every((peer) => all.has(peer.peerId))
+        })
+      }),
+    60_000,
+  )
 })
