@@ -253,7 +253,15 @@ const program = Effect.gen(function* () {
         timeUntil(
           Effect.map(Local.request(node, `/mesh/${id}/inference/${serviceName(victim)}/v1/models`), (answer) =>
             answer.body.includes("banned"),
-          ).pipe(Effect.orElseSucceed(() => false)),
+          ).pipe(
+            // A call that hangs on a peer going away must not hide the moment the node learns of the ban.
+            Effect.timeoutTo({
+              duration: Duration.seconds(1),
+              onSuccess: (refused) => refused,
+              onTimeout: () => false,
+            }),
+            Effect.orElseSucceed(() => false),
+          ),
           60_000,
         ),
       { concurrency: "unbounded" },
