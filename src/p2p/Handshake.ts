@@ -11,7 +11,7 @@
  */
 import type { Connection, Stream } from "@libp2p/interface"
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
-import * as Spans from "../layers/observability/Spans.js"
+import * as Spans from "../platform/Spans.js"
 import type { MeshTrust } from "../services/mesh/MeshHost.js"
 import type { Admissions, Tracked } from "./Admissions.js"
 import * as AuthProtocol from "./AuthProtocol.js"

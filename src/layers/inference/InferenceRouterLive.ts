@@ -13,6 +13,7 @@ import * as Inference from "../../domain/Inference.js"
 import * as Policy from "../../domain/Policy.js"
 import { NODE_ROLE } from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import * as Spans from "../../platform/Spans.js"
 import { Discovery } from "../../services/discovery/Discovery.js"
 import {
   type Answer,
@@ -27,7 +28,6 @@ import { type AuthenticatedPeer, MeshHost } from "../../services/mesh/MeshHost.j
 import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
-import * as Spans from "../observability/Spans.js"
 import * as Cooldowns from "./Cooldowns.js"
 import { deliver, UsageTap } from "./Delivery.js"
 import * as InferenceMetrics from "./InferenceMetrics.js"
