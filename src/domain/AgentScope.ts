@@ -8,8 +8,8 @@
 import { Either, Schema } from "effect"
 import * as Labels from "./Labels.js"
 import * as McpGrant from "./McpGrant.js"
-import type { ServiceType } from "./NodeFile.js"
 import * as Policy from "./Policy.js"
+import type { ServiceType } from "./ServiceType.js"
 
 /** Lower-case letters, digits, `.`, `_`, `-`: safe in a metric label, a log line and a header. */
 export const AGENT_ID = /^[a-z0-9][a-z0-9._-]{0,63}$/

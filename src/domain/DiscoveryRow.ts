@@ -4,7 +4,7 @@
  * inference rows (they are called over HTTP). `local_proxy_url` is this node's proxy path of the service, on the Host
  * the caller used to reach the node.
  */
-import type { ServiceType } from "./NodeFile.js"
+import type { ServiceType } from "./ServiceType.js"
 
 export const INFERENCE_NOTE =
   "Inference services are called over HTTP, not with call_remote_tool: send OpenAI-style requests to " +

@@ -5,7 +5,7 @@
  */
 import { Either } from "effect"
 import * as Labels from "./Labels.js"
-import { SERVICE_TYPES, type ServiceType } from "./NodeFile.js"
+import { SERVICE_TYPES, type ServiceType } from "./ServiceType.js"
 
 export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
 export type OutgoingHeaders = Record<string, string | Array<string>>

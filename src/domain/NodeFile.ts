@@ -8,9 +8,7 @@ import { parse as parseYaml } from "yaml"
 import * as AgentScope from "./AgentScope.js"
 import * as GoDuration from "./GoDuration.js"
 import * as Labels from "./Labels.js"
-
-export const SERVICE_TYPES = ["mcp", "inference", "a2a"] as const
-export type ServiceType = (typeof SERVICE_TYPES)[number]
+import { SERVICE_TYPES } from "./ServiceType.js"
 
 /** Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`). */
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/

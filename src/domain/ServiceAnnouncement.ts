@@ -9,8 +9,9 @@ import { timestampDate, timestampFromMs } from "@bufbuild/protobuf/wkt"
 import { Either } from "effect"
 import { type ServiceAnnounce, ServiceAnnounceSchema } from "../gen/mesh_pb.js"
 import * as Labels from "./Labels.js"
-import { isServiceName, type ServiceType } from "./NodeFile.js"
+import { isServiceName } from "./NodeFile.js"
 import * as ServiceKeys from "./ServiceKeys.js"
+import type { ServiceType } from "./ServiceType.js"
 
 /** How far an announcement's time may be from the receiver's clock. */
 export const MAX_SKEW_MS = 2 * 60 * 1000

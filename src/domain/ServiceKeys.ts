@@ -9,7 +9,7 @@ import { CID } from "multiformats/cid"
 import * as raw from "multiformats/codecs/raw"
 import * as Digest from "multiformats/hashes/digest"
 import { ServiceType as WireType } from "../gen/mesh_pb.js"
-import { SERVICE_TYPES, type ServiceType } from "./NodeFile.js"
+import { SERVICE_TYPES, type ServiceType } from "./ServiceType.js"
 
 /** sha2-256 in the multihash table. */
 const SHA2_256 = 0x12

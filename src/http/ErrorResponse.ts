@@ -12,7 +12,7 @@ import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import { type ApiError, ApiErrors, MethodNotAllowed, NoAvailableProvider, RateLimited } from "../domain/Errors.js"
-import * as NulText from "../layers/sql/NulText.js"
+import * as NulText from "../domain/NulText.js"
 
 export interface ErrorBody {
   readonly error: string

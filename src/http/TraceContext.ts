@@ -5,7 +5,7 @@
  */
 import { Headers, type HttpServerRequest, type HttpServerResponse, HttpTraceContext } from "@effect/platform"
 import { Context, Effect, FiberRef, Option, Tracer } from "effect"
-import * as Spans from "../layers/observability/Spans.js"
+import * as Spans from "../platform/Spans.js"
 
 /** The caller's span, from a well-formed `traceparent`. */
 export const parentOf = (headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>) => {

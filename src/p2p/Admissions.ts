@@ -10,7 +10,7 @@
  */
 import type { Connection } from "@libp2p/interface"
 import { Deferred, type Duration, Effect, Exit, FiberId, identity } from "effect"
-import type { AuthenticatedPeer, ConnectedPeer } from "../services/mesh/MeshHost.js"
+import type { AuthenticatedPeer, ConnectedPeer } from "./Trust.js"
 
 export type Outcome =
   | { readonly _tag: "Authenticated"; readonly peer: AuthenticatedPeer }

@@ -9,7 +9,7 @@ import { Either } from "effect"
 import * as lp from "it-length-prefixed"
 import * as Biscuit from "../crypto/Biscuit.js"
 import { type AuthFrame, AuthFrameSchema, type AuthResponse, AuthResponseSchema } from "../gen/mesh_pb.js"
-import type { AuthenticatedPeer, MeshTrust } from "../services/mesh/MeshHost.js"
+import type { AuthenticatedPeer, MeshTrust } from "./Trust.js"
 
 export const PROTOCOL = "/mesh/auth/1.0.0"
 

@@ -11,10 +11,10 @@
  */
 import type { Connection, Stream } from "@libp2p/interface"
 import { Clock, Deferred, Duration, Effect, Either } from "effect"
-import * as Spans from "../layers/observability/Spans.js"
-import type { MeshTrust } from "../services/mesh/MeshHost.js"
+import * as Spans from "../platform/Spans.js"
 import type { Admissions, Tracked } from "./Admissions.js"
 import * as AuthProtocol from "./AuthProtocol.js"
+import type { MeshTrust } from "./Trust.js"
 
 export const LISTENER_DEADLINE = Duration.seconds(10)
 export const DIALER_DEADLINE = Duration.seconds(5)

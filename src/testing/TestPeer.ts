@@ -4,7 +4,8 @@
  */
 import { Effect, type Scope } from "effect"
 import * as MeshHostLive from "../layers/mesh/MeshHostLive.js"
-import type { MeshHostService, MeshTrust } from "../services/mesh/MeshHost.js"
+import type { MeshTrust } from "../p2p/Trust.js"
+import type { MeshHostService } from "../services/mesh/MeshHost.js"
 
 export interface TestPeerOptions {
   readonly seed: Uint8Array

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option } from "effect"
 import type * as NodeFile from "../../src/domain/NodeFile.js"
+import type { ServiceType } from "../../src/domain/ServiceType.js"
 import { Discovery } from "../../src/services/discovery/Discovery.js"
 import { LocalServices } from "../../src/services/local/LocalServices.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
@@ -31,7 +32,7 @@ const mesh = Effect.gen(function* () {
 })
 
 const service = (
-  type: NodeFile.ServiceType,
+  type: ServiceType,
   name: string,
   target: string,
   description = `${name} service`,

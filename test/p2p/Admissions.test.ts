@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Connection } from "@libp2p/interface"
 import { Admissions } from "../../src/p2p/Admissions.js"
-import type { AuthenticatedPeer } from "../../src/services/mesh/MeshHost.js"
+import type { AuthenticatedPeer } from "../../src/p2p/Trust.js"
 
 /** Just enough of a connection for the table: its id and the peer at the other end. */
 const connection = (id: string, peerId: string) => ({ id, remotePeer: { toString: () => peerId } }) as Connection

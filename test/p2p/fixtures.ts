@@ -9,7 +9,8 @@ import * as Ed25519 from "../../src/crypto/Ed25519.js"
 import * as PeerKey from "../../src/domain/PeerKey.js"
 import { NODE_ROLE, ROUTER_ROLE } from "../../src/domain/Policy.js"
 import * as MeshHostLive from "../../src/layers/mesh/MeshHostLive.js"
-import type { MeshHostService, MeshTrust } from "../../src/services/mesh/MeshHost.js"
+import type { MeshTrust } from "../../src/p2p/Trust.js"
+import type { MeshHostService } from "../../src/services/mesh/MeshHost.js"
 
 export { NODE_ROLE, ROUTER_ROLE }
 

@@ -5,9 +5,9 @@
  */
 import { Duration, Effect, Either } from "effect"
 import * as KeySet from "../../src/domain/KeySet.js"
-import type { ServiceType } from "../../src/domain/NodeFile.js"
 import * as PeerKey from "../../src/domain/PeerKey.js"
 import * as ServiceKeys from "../../src/domain/ServiceKeys.js"
+import type { ServiceType } from "../../src/domain/ServiceType.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
 import * as TestPeer from "../../src/testing/TestPeer.js"
 import type { ControlPlaneProcess } from "./ControlPlaneProcess.js"

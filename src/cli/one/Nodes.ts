@@ -9,9 +9,9 @@ import type { LogLevel } from "effect"
 import { Context, Effect, Either, Layer, Option, type Redacted } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as NodeFile from "../../domain/NodeFile.js"
-import * as NodeLive from "../../layers/NodeLive.js"
 import * as ApiTokenLive from "../../layers/node/ApiTokenLive.js"
 import { LocalApi } from "../../node/Listeners.js"
+import * as NodeLive from "../../node/NodeLive.js"
 import { UsageError } from "../run.js"
 
 export interface NodeSpec {

@@ -4,7 +4,7 @@
  */
 import { Effect, Either, Option } from "effect"
 import * as AgentScope from "../../domain/AgentScope.js"
-import type { ServiceType } from "../../domain/NodeFile.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 import * as ToolName from "../../domain/ToolName.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 

@@ -3,8 +3,9 @@
  * most MAX_PER_PEER entries and the table MAX_ENTRIES; past either, the oldest go. Only entries heard in the last
  * FRESH_MS count for lookups.
  */
-import type { ServiceType } from "../../domain/NodeFile.js"
+
 import type { Announcement } from "../../domain/ServiceAnnouncement.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 
 export const MAX_ENTRIES = 1024
 export const MAX_PER_PEER = 16

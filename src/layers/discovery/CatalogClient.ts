@@ -4,10 +4,12 @@
  */
 import { peerIdFromString } from "@libp2p/peer-id"
 import { Duration, Effect, Either, Exit, Option } from "effect"
-import { isServiceName, type ServiceType } from "../../domain/NodeFile.js"
+import { isServiceName } from "../../domain/NodeFile.js"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 import * as CatalogProtocol from "../../p2p/CatalogProtocol.js"
-import type { AuthenticatedPeer, MeshHostService } from "../../services/mesh/MeshHost.js"
+import type { AuthenticatedPeer } from "../../p2p/Trust.js"
+import type { MeshHostService } from "../../services/mesh/MeshHost.js"
 
 const DIAL_TIMEOUT = Duration.seconds(10)
 const ASK_TIMEOUT = Duration.seconds(5)

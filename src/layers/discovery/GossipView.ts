@@ -5,9 +5,9 @@
  * another peer than their signer or that are more than two minutes off our clock are dropped.
  */
 import { Clock, Duration, Effect, Either, FiberMap, Option, Ref, Schedule, type Scope, Stream } from "effect"
-import type { ServiceType } from "../../domain/NodeFile.js"
 import * as ServiceAnnouncement from "../../domain/ServiceAnnouncement.js"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 import type { Announcer } from "../../services/discovery/Discovery.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"

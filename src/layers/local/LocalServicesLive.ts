@@ -6,7 +6,8 @@
  */
 import { Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
-import type { ServiceSpec, ServiceType } from "../../domain/NodeFile.js"
+import type { ServiceSpec } from "../../domain/NodeFile.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 import { type LocalService, LocalServices } from "../../services/local/LocalServices.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Probes from "./Probes.js"

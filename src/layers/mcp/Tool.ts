@@ -17,8 +17,8 @@ import type {
 import { Cause, Effect, Runtime } from "effect"
 import { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
+import * as Spans from "../../platform/Spans.js"
 import type { Progress } from "../../services/mcp/PeerMcp.js"
-import * as Spans from "../observability/Spans.js"
 
 /** What a tool knows of the HTTP request that carried the call. */
 export interface Request {

@@ -29,18 +29,17 @@ import * as Gate from "../../p2p/Gate.js"
 import { Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
+import type { AuthenticatedPeer, MeshTrust } from "../../p2p/Trust.js"
+import * as Spans from "../../platform/Spans.js"
 import { Membership } from "../../services/member/Membership.js"
 import {
-  type AuthenticatedPeer,
   MeshDialError,
   MeshHost,
   type MeshHostOptions,
   type MeshHostService,
   MeshListenError,
   MeshStartError,
-  type MeshTrust,
 } from "../../services/mesh/MeshHost.js"
-import * as Spans from "../observability/Spans.js"
 
 /** How long a gated request (stream, relay reservation) waits for its peer's handshake to end. */
 const GATE_WAIT = Handshake.LISTENER_DEADLINE

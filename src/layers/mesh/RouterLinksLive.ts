@@ -9,8 +9,9 @@
  */
 import { Clock, Duration, Effect, Layer, Option, PubSub, Random, Ref, Stream, SubscriptionRef } from "effect"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
+import type { ConnectedPeer } from "../../p2p/Trust.js"
 import { Membership } from "../../services/member/Membership.js"
-import { type ConnectedPeer, MeshHost } from "../../services/mesh/MeshHost.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { type RouterLink, RouterLinks } from "../../services/mesh/RouterLinks.js"
 
 const FIRST_BACKOFF_MS = 500

@@ -1,10 +1,10 @@
 /**
  * OpenTelemetry tracing for every mesh process. Off unless `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or
  * `OTEL_EXPORTER_OTLP_ENDPOINT` is set (and neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`): off,
- * Effect's tracer is disabled and our hot-path spans are skipped (`Spans.ts`). On, spans go to the endpoint as OTLP
- * over HTTP (JSON) in batches, from a provider of this layer's own (never the global one), with `service.name` from
- * `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes `Redaction` on its
- * way out.
+ * Effect's tracer is disabled and our hot-path spans are skipped (`src/platform/Spans.ts`). On, spans go to the
+ * endpoint as OTLP over HTTP (JSON) in batches, from a provider of this layer's own (never the global one), with
+ * `service.name` from `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes
+ * `Redaction` on its way out.
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelResource from "@effect/opentelemetry/Resource"

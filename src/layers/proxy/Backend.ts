@@ -14,7 +14,7 @@ import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
-import * as Spans from "../observability/Spans.js"
+import * as Spans from "../../platform/Spans.js"
 import { relayFiltered } from "./McpMessages.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
 

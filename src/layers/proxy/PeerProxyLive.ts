@@ -17,8 +17,9 @@ import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
+import type { AuthenticatedPeer } from "../../p2p/Trust.js"
+import * as Spans from "../../platform/Spans.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
-import type { AuthenticatedPeer } from "../../services/mesh/MeshHost.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import {
   type FetchInit,
@@ -27,7 +28,6 @@ import {
   type ProxyError,
   type ProxyRequest,
 } from "../../services/proxy/PeerProxy.js"
-import * as Spans from "../observability/Spans.js"
 
 /** Statuses whose responses carry no body; a web Response refuses one. */
 const NULL_BODY = new Set([101, 204, 205, 304])

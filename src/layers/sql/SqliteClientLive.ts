@@ -12,7 +12,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Clock, Duration, Effect, Layer, Schedule, Scope } from "effect"
-import * as NulText from "./NulText.js"
+import * as NulText from "../../domain/NulText.js"
 
 const PREPARED_CAPACITY = 500
 

@@ -6,7 +6,7 @@
  * 30 seconds, with their labels and load — a hint for ranking, never authorization.
  */
 import { Context, type Duration, type Effect, type Either, type Stream } from "effect"
-import type { ServiceType } from "../../domain/NodeFile.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 
 export interface DiscoveredService {
   readonly peerId: string

@@ -7,7 +7,8 @@
  * requests it has in flight per service here; announcements carry that count as the service's load.
  */
 import { Context, type Effect, type Option, type Scope, type Stream } from "effect"
-import type { ServiceSpec, ServiceType } from "../../domain/NodeFile.js"
+import type { ServiceSpec } from "../../domain/NodeFile.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 
 export type PublicationState =
   /** The backend answered its last probe: the service is announced and listed in the catalog. */

@@ -5,7 +5,7 @@
  */
 import { Context, Data, type Duration, type Effect, type Option, type Redacted, type Stream } from "effect"
 import type * as MeshEventCodec from "../../domain/MeshEventCodec.js"
-import type { MeshTrust } from "../mesh/MeshHost.js"
+import type { MeshTrust } from "../../p2p/Trust.js"
 import type { ControlPlaneError, Signer } from "./ControlPlaneClient.js"
 
 export interface MembershipOptions {

@@ -10,7 +10,7 @@ import type { Readable } from "node:stream"
 import { Context, type Effect, type Scope } from "effect"
 import type { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import type * as Forwarding from "../../domain/Forwarding.js"
-import type { ServiceType } from "../../domain/NodeFile.js"
+import type { ServiceType } from "../../domain/ServiceType.js"
 import type { Agent } from "../agents/CurrentAgent.js"
 
 /** The stream protocol: one HTTP/1.1 request and its response per stream. */

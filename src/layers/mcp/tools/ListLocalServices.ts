@@ -1,7 +1,7 @@
 /** `list_local_services`: the services this node publishes to the mesh, of one type or all. */
 import { Effect } from "effect"
 import { z } from "zod"
-import { SERVICE_TYPES } from "../../../domain/NodeFile.js"
+import { SERVICE_TYPES } from "../../../domain/ServiceType.js"
 import { LocalServices } from "../../../services/local/LocalServices.js"
 import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"

@@ -1,17 +1,19 @@
 /**
  * The node assembled: its settings, logs kept for /debug/logs, metrics, the API token, the lifecycle (login,
- * joining, member) and the local API listeners. The mesh side lives in node/MemberLive.ts, built by the lifecycle.
+ * joining, member) and the local API listeners. The mesh side lives in layers/node/MemberLive.ts, built by the
+ * lifecycle. It sits in node/, beside the listeners and the routes it serves, rather than in layers/ with the other
+ * compositions: those import only layers/ and below, while this one starts the local API, which is above them.
  */
 import { Effect, Layer, Option } from "effect"
 import { NodeConfig, type NodeSettings } from "../config/NodeConfig.js"
-import * as Listeners from "../node/Listeners.js"
-import * as AgentLogLive from "./agents/AgentLogLive.js"
-import * as ApiTokenLive from "./node/ApiTokenLive.js"
-import * as LogRingLive from "./node/LogRingLive.js"
-import * as NodeLifecycleLive from "./node/NodeLifecycleLive.js"
-import * as NodeMetrics from "./node/NodeMetrics.js"
-import * as MetricsLive from "./operations/MetricsLive.js"
-import * as ProbeServer from "./operations/ProbeServer.js"
+import * as AgentLogLive from "../layers/agents/AgentLogLive.js"
+import * as ApiTokenLive from "../layers/node/ApiTokenLive.js"
+import * as LogRingLive from "../layers/node/LogRingLive.js"
+import * as NodeLifecycleLive from "../layers/node/NodeLifecycleLive.js"
+import * as NodeMetrics from "../layers/node/NodeMetrics.js"
+import * as MetricsLive from "../layers/operations/MetricsLive.js"
+import * as ProbeServer from "../layers/operations/ProbeServer.js"
+import * as Listeners from "./Listeners.js"
 
 /** `--metrics-addr`: probes and metrics without authentication; the node is "ready" while its process is up. */
 const probes = (settings: NodeSettings) =>
