@@ -11,6 +11,7 @@
 import { Duplex } from "node:stream"
 import type { Connection, Stream } from "@libp2p/interface"
 import { Uint8ArrayList } from "uint8arraylist"
+import { EchoReader, ProtocolRefused } from "./OptimisticSelect.js"
 
 /**
  * yamux may have granted the remote up to 16 MiB of window before we pause; the stream resets when its read buffer
@@ -36,23 +37,41 @@ export class StreamSocket extends Duplex {
   bytesWritten = 0
   private readonly stream: Stream
 
-  constructor(stream: Stream, connection: Connection) {
+  /** `proposed`: the protocol was proposed optimistically (OptimisticSelect); its echo is read off first. */
+  constructor(stream: Stream, connection: Connection, proposed?: string) {
     super({ allowHalfOpen: true, readableHighWaterMark: READ_HIGH_WATER })
     this.stream = stream
     this.connection = connection
     this.remotePeer = connection.remotePeer.toString()
     this.remoteAddress = this.remotePeer
     stream.maxReadBufferLength = Math.max(stream.maxReadBufferLength, READ_BUFFER_LIMIT)
+    let echo = proposed === undefined ? undefined : new EchoReader(proposed)
     stream.addEventListener("message", (event) => {
       const data = event.data
-      const bytes = data instanceof Uint8Array ? data : data.subarray()
+      let bytes = data instanceof Uint8Array ? data : data.subarray()
       this.bytesRead += bytes.byteLength
+      if (echo !== undefined) {
+        try {
+          const rest = echo.feed(bytes)
+          if (rest === undefined) return
+          echo = undefined
+          bytes = rest
+        } catch (error) {
+          return this.abort(asError(error))
+        }
+        if (bytes.byteLength === 0) return
+      }
       if (!this.push(bytes) && stream.readStatus === "readable") stream.pause()
     })
     // 'end': the remote closed its writing side and everything it sent has been delivered.
-    stream.addEventListener("end", () => this.push(null))
+    stream.addEventListener("end", () => {
+      // Closed before confirming the protocol: the remote refused the stream.
+      if (echo !== undefined) this.abort(new ProtocolRefused(echo.protocol))
+      else this.push(null)
+    })
     stream.addEventListener("close", (event) => {
       if (event.error !== undefined) this.destroy(event.error)
+      else if (echo !== undefined) this.abort(new ProtocolRefused(echo.protocol))
       else if (stream.readBufferLength === 0 && !this.readableEnded) this.push(null)
     })
   }

@@ -565,6 +565,22 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect((JSON.parse(ok.body) as Echoed).headers["x-mesh-peer-id"]).toBe(peer.peer.peerId)
     }),
   )
+
+  it.scoped("a peer that does not serve the proxy protocol: 502 naming the protocol, not a silent hang", () =>
+    Effect.gen(function* () {
+      const { a, cp } = yield* Mesh
+      // A bare mesh peer: authenticated, but with no `/mesh/proxy/1.0.0` handler. The request is written behind the
+      // optimistic proposal; the peer's refusal of the protocol is what the caller must see.
+      const peer = yield* enrolledPeer(cp)
+      const addresses = yield* (yield* memberService(a, MeshHost)).addresses
+      yield* peer.host.dial(addresses.find((x) => x.includes("/tcp/") && !x.includes("p2p-circuit")) ?? "")
+      const answer = yield* call(a.url, `/mesh/${peer.peer.peerId}/inference/stream/echo`, { headers: token(a) })
+      expect(answer.status).toBe(502)
+      expect(errorOf(answer).message).toBe(
+        `peer ${peer.peer.peerId} is unreachable: stream refused: the peer does not serve ${PROTOCOL}`,
+      )
+    }),
+  )
 })
 
 describe("proxy and bans", () => {

@@ -29,6 +29,7 @@ import * as Gate from "../../p2p/Gate.js"
 import { Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
+import * as OptimisticSelect from "../../p2p/OptimisticSelect.js"
 import type { AuthenticatedPeer, MeshTrust } from "../../p2p/Trust.js"
 import * as Spans from "../../platform/Spans.js"
 import { Membership } from "../../services/member/Membership.js"
@@ -371,7 +372,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return yield* Deferred.await(shared)
       })
 
-    const openStream = (peer: string, protocol: string) =>
+    const openStream = (peer: string, protocol: string, options?: { readonly optimistic?: boolean }) =>
       Effect.gen(function* () {
         let connection = authenticatedConnections(peer)[0]
         if (connection === undefined) {
@@ -382,6 +383,13 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           return yield* new MeshDialError({ address: peer, reason: "connection closed after the handshake" })
         }
         const open = connection
+        if (options?.optimistic === true) {
+          const proposed = yield* Effect.tryPromise({
+            try: () => OptimisticSelect.open(open, protocol),
+            catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),
+          })
+          if (proposed !== undefined) return { stream: proposed, connection: open, proposed: protocol }
+        }
         const stream = yield* Effect.tryPromise({
           try: (signal) => open.newStream(protocol, { signal, runOnLimitedConnection: true }),
           catch: (error) => new MeshDialError({ address: peer, reason: `stream refused: ${describe(error)}` }),

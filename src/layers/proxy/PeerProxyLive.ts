@@ -16,6 +16,7 @@ import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import { ProtocolRefused } from "../../p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import type { AuthenticatedPeer } from "../../p2p/Trust.js"
 import * as Spans from "../../platform/Spans.js"
@@ -155,10 +156,11 @@ export const layer = Layer.effect(
           const decision = AgentScope.labelsAllowed(agent.scope, peer.labels)
           if (decision._tag === "Denied") return yield* new Forbidden({ message: decision.reason })
         }
-        const { stream, connection } = yield* host
-          .openStream(request.peerId, PROTOCOL)
+        // Optimistic: the request is written behind the protocol's proposal, not a round trip after it.
+        const { stream, connection, proposed } = yield* host
+          .openStream(request.peerId, PROTOCOL, { optimistic: true })
           .pipe(Effect.mapError((e) => unreachable(e.reason)))
-        return new StreamSocket(stream, connection)
+        return new StreamSocket(stream, connection, proposed)
       })
 
     /**
@@ -189,7 +191,9 @@ export const layer = Layer.effect(
               new BadGateway({
                 message: overflowed
                   ? tooLarge(request.peerId)
-                  : `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}`,
+                  : error instanceof ProtocolRefused
+                    ? `peer ${request.peerId} is unreachable: stream refused: ${error.message}`
+                    : `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}`,
               }),
             ),
           )

@@ -32,12 +32,18 @@ export interface MeshHostService {
   readonly connect: (peerId: string) => Effect.Effect<AuthenticatedPeer, MeshDialError>
   /**
    * A new stream for `protocol` on an authenticated connection to the peer, connecting first when there is none.
-   * Direct connections are preferred; relayed (limited) ones are used when nothing else is open.
+   * Direct connections are preferred; relayed (limited) ones are used when nothing else is open. `optimistic`: the
+   * protocol is proposed and the stream returned at once (`proposed` names it, for a StreamSocket to check the echo);
+   * for a caller that writes first, its first bytes travel with the proposal instead of a round trip after it.
    */
   readonly openStream: (
     peerId: string,
     protocol: string,
-  ) => Effect.Effect<{ readonly stream: Libp2pStream; readonly connection: Connection }, MeshDialError>
+    options?: { readonly optimistic?: boolean },
+  ) => Effect.Effect<
+    { readonly stream: Libp2pStream; readonly connection: Connection; readonly proposed?: string },
+    MeshDialError
+  >
   /**
    * Listens on one more address after start; on a node, `<router address>/p2p-circuit` reserves a slot on that
    * router's relay. Fails when the relay refuses the reservation (it does until we are authenticated there).
