@@ -267,6 +267,10 @@ const program = Effect.gen(function* () {
       { concurrency: "unbounded" },
     )
     bans.push(...refusals.map((ms) => ms + answeredMs))
+    const late = refusals.flatMap((ms, i) => (ms + answeredMs > 3_000 ? [`node-${i >= victim ? i + 1 : i}`] : []))
+    yield* log(
+      `ban ${b + 1} (node-${victim}): answered ${answeredMs} ms; every node ${seconds(Math.max(...refusals) + answeredMs)} s; later than 3 s: ${late.join(", ") || "none"}`,
+    )
     yield* admin(cp, "POST", `/admin/nodes/${id}/unban`)
     yield* poll(
       Local.json<{ connected?: boolean }>(nodes[victim] as Topology.Node, "/debug/connectivity").pipe(
