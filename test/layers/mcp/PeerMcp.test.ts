@@ -31,8 +31,8 @@ const agentOf = (name: string, token: string): Agent => ({
 const proxyTo = (
   backends: Ref.Ref<ReadonlyMap<string, string>>,
   seen: Ref.Ref<ReadonlyArray<Seen>>,
-  /** Initialized notifications wait for this before they go on. */
-  announce: Deferred.Deferred<void>,
+  /** Initialized notifications wait for this before they go on (true), or are answered 500 without reaching it. */
+  announce: Deferred.Deferred<boolean>,
 ) =>
   PeerProxy.of({
     forward: () => Effect.dieMessage("not used"),
@@ -50,7 +50,9 @@ const proxyTo = (
             ...(headers.get("mcp-session-id") === null ? {} : { session: headers.get("mcp-session-id") ?? "" }),
           },
         ])
-        if (body?.includes('"notifications/initialized"') === true) yield* Deferred.await(announce)
+        if (body?.includes('"notifications/initialized"') === true && !(yield* Deferred.await(announce))) {
+          return new Response("the stand-in refused it", { status: 500 })
+        }
         const principal = agent === undefined ? peerId : `${peerId}/${Redacted.value(agent.token)}`
         headers.set("x-mesh-peer-id", principal)
         if (agent !== undefined) headers.set(TOKEN_HEADER, Redacted.value(agent.token))
@@ -61,19 +63,19 @@ const proxyTo = (
 
 const DEFAULTS: PeerMcpLive.Limits = { maxSessions: PeerMcpLive.MAX_SESSIONS, idle: PeerMcpLive.IDLE }
 
-const setup = (limits = DEFAULTS, holdInitialized = false) =>
+const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pass") =>
   Effect.gen(function* () {
     const backends = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
     const seen = yield* Ref.make<ReadonlyArray<Seen>>([])
-    const announce = yield* Deferred.make<void>()
-    if (!holdInitialized) yield* Deferred.succeed(announce, undefined)
+    const announce = yield* Deferred.make<boolean>()
+    if (initialized !== "hold") yield* Deferred.succeed(announce, initialized === "pass")
     const context = yield* Layer.build(
       PeerMcpLive.layerWith(limits).pipe(Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce)))),
     )
     const peerMcp = Context.get(context, PeerMcp)
     const serve = (service: string, backend: Backends.Backend) =>
       Ref.update(backends, (map) => new Map(map).set(service, backend.url))
-    return { peerMcp, serve, seen: Ref.get(seen), announce: Deferred.succeed(announce, undefined) }
+    return { peerMcp, serve, seen: Ref.get(seen), announce: Deferred.succeed(announce, true) }
   })
 
 const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
@@ -114,7 +116,7 @@ describe("PeerMcp", () => {
   it.live("a new session's first call does not wait for the answer to its initialized notification", () =>
     Effect.gen(function* () {
       const backend = yield* Backends.statefulMcp()
-      const { peerMcp, serve, announce, seen } = yield* setup(DEFAULTS, true)
+      const { peerMcp, serve, announce, seen } = yield* setup(DEFAULTS, "hold")
       yield* serve("tools", backend)
       // The notification is held on its way until the call has been answered.
       const answer = yield* echo(peerMcp, "tools", "first").pipe(
@@ -124,6 +126,25 @@ describe("PeerMcp", () => {
       yield* announce
       expect((yield* until(seen, (all) => all.length >= 3)).map((r) => r.rpc)).toContain("notifications/initialized")
     }).pipe(Effect.scoped),
+  )
+
+  it.scoped("a session whose initialized notification failed is retired: the next call opens another", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup(DEFAULTS, "refuse")
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "first")).toBe("first")
+      // Retired once the notification's 500 came back.
+      yield* until(peerMcp.sessions, (n) => n === 0)
+      expect(yield* echo(peerMcp, "tools", "second")).toBe("second")
+      expect(backend.sessionsBy("peer-b")).toBe(2)
+      // The retired session is ended once a call on it could no longer be under way.
+      const retired = (yield* seen).find((r) => r.rpc === "tools/call")?.session
+      const ended = (all: ReadonlyArray<Seen>) => all.some((r) => r.method === "DELETE" && r.session === retired)
+      expect(ended(yield* seen)).toBe(false)
+      yield* TestClock.adjust(Duration.minutes(11))
+      expect(ended(yield* until(seen, ended))).toBe(true)
+    }),
   )
 
   it.scoped("an agent's calls never ride on the session of another principal", () =>
