@@ -1,9 +1,10 @@
 /**
  * PeerMcp over the MCP SDK client and PeerProxy.fetch. Sessions are kept by (peer, service): callers that need one
- * at the same moment share one initialize; a session found gone at the serving side (404, or its transport closed)
- * is dropped and opened again once, transparently, since the request never ran there. Sessions unused for IDLE are
+ * at the same moment share one initialize; a session found gone at the serving side (a 404: the request never ran
+ * there) is dropped and opened again once, transparently; a tool call is never sent twice otherwise. Sessions unused for IDLE are
  * ended (DELETE, so the serving side frees what it holds for them, a stdio process say); at most MAX_SESSIONS are
- * kept, the longest unused closed first.
+ * kept, the longest unused closed first. A new session costs one round trip before its first call (initialize): its
+ * initialized notification goes alongside that call, and no GET stream is opened (`sessionFetch`).
  */
 import { AsyncLocalStorage } from "node:async_hooks"
 import { createHash } from "node:crypto"
@@ -25,7 +26,7 @@ import {
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 
 export const IDLE = Duration.minutes(5)
-const MAX_SESSIONS = 256
+export const MAX_SESSIONS = 256
 const CONNECT_TIMEOUT = Duration.seconds(15)
 /** A tool call may run long while it reports progress; without any, a minute of silence ends it. */
 const CALL_TIMEOUT_MS = 60_000
@@ -78,8 +79,12 @@ const bodyMessage = (error: StreamableHTTPError): string => {
   return shorten(text.replace(/^Streamable HTTP error: /, ""))
 }
 
-/** What went wrong, as a PeerMcpError; `Gone` when a session we had is unknown at the serving side. */
-const classify = (error: unknown, established: boolean): PeerMcpError | Gone => {
+/**
+ * What went wrong, as a PeerMcpError; `Gone` when a session we had is unknown at the serving side (a 404: the request
+ * was turned away before it ran). `replayable`: the exchange may be made again after it was sent (a listing); a tool
+ * call may not, so the session closing under it (it was sent, and may have run) is a failure, not `Gone`.
+ */
+const classify = (error: unknown, established: boolean, replayable = true): PeerMcpError | Gone => {
   if (error instanceof TooLarge) return fail("failed", error.message)
   if (error instanceof ProxyFailure) {
     const failure = error.failure
@@ -97,11 +102,24 @@ const classify = (error: unknown, established: boolean): PeerMcpError | Gone => 
     return fail("failed", (error.code ?? 0) > 0 ? `HTTP ${error.code}: ${message}` : message)
   }
   if (error instanceof McpError) {
-    if (error.code === ErrorCode.ConnectionClosed && established) return new Gone()
+    if (error.code === ErrorCode.ConnectionClosed && established) {
+      return replayable ? new Gone() : fail("failed", "the MCP session ended while the call was under way")
+    }
     if (error.code === ErrorCode.RequestTimeout) return fail("failed", "the server did not answer in time")
     return fail("failed", `the server answered with an error: ${shorten(error.message)}`)
   }
   return fail("failed", shorten(error instanceof Error ? error.message : String(error)) || "failed")
+}
+
+/** Whether a request body is the `notifications/initialized` notification. */
+const isInitialized = (body: unknown): boolean => {
+  if (typeof body !== "string" || !body.includes("notifications/initialized")) return false
+  try {
+    const message = JSON.parse(body) as { method?: unknown; id?: unknown }
+    return message.method === "notifications/initialized" && message.id === undefined
+  } catch {
+    return false
+  }
 }
 
 /** An answer outgrew the cap on a peer's response; never retried, the next answer would be as large. */
@@ -130,8 +148,14 @@ const continuing = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
 const tokenKey = (agent: Agent) =>
   createHash("sha256").update(Redacted.value(agent.token)).digest("base64url").slice(0, 22)
 
-export const layer = Layer.scoped(
-  PeerMcp,
+export interface Limits {
+  /** Sessions kept at most; the longest unused is ended to make room. */
+  readonly maxSessions: number
+  /** A session unused this long is ended. */
+  readonly idle: Duration.Duration
+}
+
+const make = ({ maxSessions, idle }: Limits) =>
   Effect.gen(function* () {
     const proxy = yield* PeerProxy
     const scope = yield* Effect.scope
@@ -180,11 +204,42 @@ export const layer = Layer.scoped(
         if (Exit.isSuccess(exit)) yield* end(exit.value)
       })
 
-    const connect = (peerId: string, service: string, agent: Agent | undefined, onClosed: () => void) =>
+    /**
+     * The session's requests, with two round trips less before its first call. The `notifications/initialized`
+     * notification is sent, and its 202 not waited for: the spec lets requests follow as soon as initialize is
+     * answered, and the SDKs' servers take them then. If it fails the session is retired: later calls open a new one,
+     * and it is ended once the exchanges already on it are surely over. The GET stream for messages the server sends
+     * unasked is not opened (answered 405 here, as a server without one would): nothing here listens for them, and on
+     * the peer it would hold a stream for the session's whole life.
+     */
+    const sessionFetch = (base: FetchLike, onAnnounceFailed: () => void): FetchLike => {
+      return (url, init) => {
+        if (init?.method === "GET") return Promise.resolve(new Response(null, { status: 405 }))
+        if (init?.method !== "POST" || !isInitialized(init.body)) return base(url, init)
+        base(url, init).then(
+          async (response) => {
+            await response.body?.cancel().catch(() => undefined)
+            if (!response.ok) onAnnounceFailed()
+          },
+          () => onAnnounceFailed(),
+        )
+        return Promise.resolve(new Response(null, { status: 202 }))
+      }
+    }
+
+    const connect = (
+      peerId: string,
+      service: string,
+      agent: Agent | undefined,
+      onClosed: () => void,
+      onAnnounceFailed: () => void,
+    ) =>
       Effect.gen(function* () {
         const client = new Client({ name: "mesh-node", version: pkg.version }, { capabilities: {} })
         const url = new URL(`http://mesh.invalid/mesh/${peerId}/mcp/${service}`)
-        const transport = new StreamableHTTPClientTransport(url, { fetch: meshFetch(peerId, service, agent) })
+        const transport = new StreamableHTTPClientTransport(url, {
+          fetch: sessionFetch(meshFetch(peerId, service, agent), onAnnounceFailed),
+        })
         yield* Effect.tryPromise({
           try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(CONNECT_TIMEOUT) }),
           catch: (error) => {
@@ -223,7 +278,13 @@ export const layer = Layer.scoped(
         })
         if (created) {
           yield* makeRoom(key)
-          const open = connect(peerId, service, agent, () => run(drop(key, slot))).pipe(
+          const open = connect(
+            peerId,
+            service,
+            agent,
+            () => run(drop(key, slot)),
+            () => run(retire(key, slot)),
+          ).pipe(
             Effect.exit,
             Effect.tap((exit) => Deferred.done(slot.session, exit)),
             Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
@@ -231,6 +292,19 @@ export const layer = Layer.scoped(
           yield* Effect.forkIn(open, scope)
         }
         return { key, slot }
+      })
+
+    /**
+     * A session that may not be usable (its initialized notification failed): later calls open a new one, and it is
+     * ended once no exchange on it can still be under way, since ending it would cut them off mid-call.
+     */
+    const retire = (key: string, slot: Slot) =>
+      Effect.gen(function* () {
+        yield* forget(key, slot)
+        const exit = yield* Deferred.await(slot.session).pipe(Effect.exit)
+        if (Exit.isFailure(exit)) return
+        // Ended when the wait is over, or when the layer's scope closes first.
+        yield* Effect.sleep(Duration.millis(MAX_CALL_MS)).pipe(Effect.ensuring(end(exit.value)), Effect.forkIn(scope))
       })
 
     /** Removes the slot if it is still the one for its key. */
@@ -251,11 +325,11 @@ export const layer = Layer.scoped(
         }),
       )
 
-    /** Closes the longest unused sessions beyond MAX_SESSIONS (never `keep`, never a busy one). */
+    /** Closes the longest unused sessions beyond maxSessions (never `keep`, never a busy one). */
     const makeRoom = (keep: string) =>
       Effect.gen(function* () {
         const map = yield* Ref.get(slots)
-        const excess = map.size - MAX_SESSIONS
+        const excess = map.size - maxSessions
         if (excess <= 0) return
         const idlest = [...map.entries()]
           .filter(([key, slot]) => key !== keep && slot.busy === 0)
@@ -264,20 +338,25 @@ export const layer = Layer.scoped(
         yield* Effect.forEach(idlest, ([key, slot]) => drop(key, slot), { discard: true })
       })
 
-    /** Runs an exchange on the session; a session the serving side forgot is replaced once. */
+    /**
+     * Runs an exchange on the session of the caller (the peer's service, and the agent the call is made for, if any);
+     * a session the serving side forgot is replaced once.
+     */
     const use = <A>(
       peerId: string,
       service: string,
+      replayable: boolean,
       exchange: (session: Session, signal: AbortSignal) => Promise<A>,
     ): Effect.Effect<A, PeerMcpError> =>
       Effect.flatMap(Effect.serviceOption(CurrentAgent), (agent) =>
-        useAs(peerId, service, Option.getOrUndefined(agent), exchange),
+        useAs(peerId, service, Option.getOrUndefined(agent), replayable, exchange),
       )
 
     const useAs = <A>(
       peerId: string,
       service: string,
       agent: Agent | undefined,
+      replayable: boolean,
       exchange: (session: Session, signal: AbortSignal) => Promise<A>,
     ): Effect.Effect<A, PeerMcpError> => {
       const attempt = Effect.acquireUseRelease(
@@ -302,7 +381,7 @@ export const layer = Layer.scoped(
                     .then(resolve, reject)
                     .finally(() => signal.removeEventListener("abort", abort))
                 }),
-              catch: (error) => classify(error, true),
+              catch: (error) => classify(error, true, replayable),
             }),
           ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),
         ({ key, slot }) => release(key, slot),
@@ -317,7 +396,7 @@ export const layer = Layer.scoped(
     }
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
-      use(peerId, service, async ({ client }, signal) => {
+      use(peerId, service, true, async ({ client }, signal) => {
         const tools: Array<Tool> = []
         let cursor: string | undefined
         do {
@@ -343,7 +422,7 @@ export const layer = Layer.scoped(
       args: Readonly<Record<string, unknown>>,
       onProgress?: (progress: Progress) => void,
     ) =>
-      use(peerId, service, ({ client }, signal) =>
+      use(peerId, service, false, ({ client }, signal) =>
         // A plain request: the result goes back as the server sent it, without the client's own checks of it.
         client.request({ method: "tools/call", params: { name: tool, arguments: { ...args } } }, CallToolResultSchema, {
           signal,
@@ -366,10 +445,10 @@ export const layer = Layer.scoped(
 
     const sweep = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
-      const idle = [...(yield* Ref.get(slots)).entries()].filter(
-        ([, slot]) => slot.busy === 0 && now - slot.lastUsedMs > Duration.toMillis(IDLE),
+      const unused = [...(yield* Ref.get(slots)).entries()].filter(
+        ([, slot]) => slot.busy === 0 && now - slot.lastUsedMs > Duration.toMillis(idle),
       )
-      yield* Effect.forEach(idle, ([key, slot]) => drop(key, slot), { discard: true })
+      yield* Effect.forEach(unused, ([key, slot]) => drop(key, slot), { discard: true })
     })
     yield* sweep.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("closing idle MCP sessions with peers failed", cause)),
@@ -390,5 +469,8 @@ export const layer = Layer.scoped(
       callTool,
       sessions: Effect.map(Ref.get(slots), (map) => map.size),
     })
-  }),
-)
+  })
+
+export const layerWith = (limits: Limits) => Layer.scoped(PeerMcp, make(limits))
+
+export const layer = layerWith({ maxSessions: MAX_SESSIONS, idle: IDLE })

@@ -1,0 +1,216 @@
+/**
+ * PeerMcp's sessions with peers' MCP services, against real MCP SDK servers (the stateful test backend), each reached
+ * through a stand-in for the proxy path that tells the backend who calls: the peer, and the agent whose token came
+ * along. Every request that crosses it is recorded, as the serving peer would see it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
+import type * as AgentScope from "../../../src/domain/AgentScope.js"
+import * as PeerMcpLive from "../../../src/layers/mcp/PeerMcpLive.js"
+import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../../src/services/agents/CurrentAgent.js"
+import { PeerMcp } from "../../../src/services/mcp/PeerMcp.js"
+import { PeerProxy } from "../../../src/services/proxy/PeerProxy.js"
+import * as Backends from "../../support/backends.js"
+
+interface Seen {
+  readonly service: string
+  readonly method: string
+  /** The JSON-RPC method of a POST. */
+  readonly rpc?: string
+  readonly session?: string
+}
+
+/** Agents by token, as the serving peer would verify them. */
+const agentOf = (name: string, token: string): Agent => ({
+  scope: { agent: name, expiresAtMs: 0 } as AgentScope.Scope,
+  token: Redacted.make(token),
+})
+
+/** The proxy path to the backend of each service: the caller as `X-Mesh-Peer-Id`, with the agent's token if any. */
+const proxyTo = (
+  backends: Ref.Ref<ReadonlyMap<string, string>>,
+  seen: Ref.Ref<ReadonlyArray<Seen>>,
+  /** Initialized notifications wait for this before they go on (true), or are answered 500 without reaching it. */
+  announce: Deferred.Deferred<boolean>,
+) =>
+  PeerProxy.of({
+    forward: () => Effect.dieMessage("not used"),
+    fetch: (peerId, _type, name, _path, init = {}) =>
+      Effect.gen(function* () {
+        const { agent, requiredLabels: _labels, onTooLarge: _cap, ...rest } = init
+        const headers = new Headers(rest.headers)
+        const body = typeof rest.body === "string" ? rest.body : undefined
+        yield* Ref.update(seen, (all) => [
+          ...all,
+          {
+            service: name,
+            method: rest.method ?? "GET",
+            ...(body === undefined ? {} : { rpc: (JSON.parse(body) as { method?: string }).method ?? "" }),
+            ...(headers.get("mcp-session-id") === null ? {} : { session: headers.get("mcp-session-id") ?? "" }),
+          },
+        ])
+        if (body?.includes('"notifications/initialized"') === true && !(yield* Deferred.await(announce))) {
+          return new Response("the stand-in refused it", { status: 500 })
+        }
+        const principal = agent === undefined ? peerId : `${peerId}/${Redacted.value(agent.token)}`
+        headers.set("x-mesh-peer-id", principal)
+        if (agent !== undefined) headers.set(TOKEN_HEADER, Redacted.value(agent.token))
+        const url = (yield* Ref.get(backends)).get(name) ?? ""
+        return yield* Effect.promise(() => fetch(`${url}/mcp`, { ...rest, headers }))
+      }),
+  })
+
+const DEFAULTS: PeerMcpLive.Limits = { maxSessions: PeerMcpLive.MAX_SESSIONS, idle: PeerMcpLive.IDLE }
+
+const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pass") =>
+  Effect.gen(function* () {
+    const backends = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+    const seen = yield* Ref.make<ReadonlyArray<Seen>>([])
+    const announce = yield* Deferred.make<boolean>()
+    if (initialized !== "hold") yield* Deferred.succeed(announce, initialized === "pass")
+    const context = yield* Layer.build(
+      PeerMcpLive.layerWith(limits).pipe(Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce)))),
+    )
+    const peerMcp = Context.get(context, PeerMcp)
+    const serve = (service: string, backend: Backends.Backend) =>
+      Ref.update(backends, (map) => new Map(map).set(service, backend.url))
+    return { peerMcp, serve, seen: Ref.get(seen), announce: Deferred.succeed(announce, true) }
+  })
+
+const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
+
+const echo = (peerMcp: PeerMcp["Type"], service: string, text: string) =>
+  Effect.map(peerMcp.callTool("peer-b", service, "echo", { text }), textOf)
+
+/** A moment of real time, for work the layer left running on node's event loop (a session's DELETE, say). */
+const until = <A>(check: Effect.Effect<A>, done: (a: A) => boolean) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 200; i++) {
+      const value = yield* check
+      if (done(value)) return value
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+    }
+    return yield* check
+  })
+
+describe("PeerMcp", () => {
+  it.scoped("calls after the first go over the session it opened: one initialize, and no GET stream", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup()
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "one")).toBe("one")
+      expect(yield* echo(peerMcp, "tools", "two")).toBe("two")
+      expect(backend.sessionsBy("peer-b")).toBe(1)
+      expect(yield* peerMcp.sessions).toBe(1)
+      // The initialized notification is sent, but what it costs the first call is not waited for; nothing listens for
+      // messages the server sends unasked, so no GET stream is held open at the peer.
+      const requests = yield* until(seen, (all) => all.length >= 4)
+      expect(requests.map((r) => r.rpc ?? r.method).sort()).toEqual(
+        ["initialize", "notifications/initialized", "tools/call", "tools/call"].sort(),
+      )
+    }),
+  )
+
+  it.live("a new session's first call does not wait for the answer to its initialized notification", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, announce, seen } = yield* setup(DEFAULTS, "hold")
+      yield* serve("tools", backend)
+      // The notification is held on its way until the call has been answered.
+      const answer = yield* echo(peerMcp, "tools", "first").pipe(
+        Effect.timeoutFail({ duration: Duration.seconds(10), onTimeout: () => "the call waited for the notification" }),
+      )
+      expect(answer).toBe("first")
+      yield* announce
+      expect((yield* until(seen, (all) => all.length >= 3)).map((r) => r.rpc)).toContain("notifications/initialized")
+    }).pipe(Effect.scoped),
+  )
+
+  it.scoped("a session whose initialized notification failed is retired: the next call opens another", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup(DEFAULTS, "refuse")
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "first")).toBe("first")
+      // Retired once the notification's 500 came back.
+      yield* until(peerMcp.sessions, (n) => n === 0)
+      expect(yield* echo(peerMcp, "tools", "second")).toBe("second")
+      expect(backend.sessionsBy("peer-b")).toBe(2)
+      // The retired session is ended once a call on it could no longer be under way.
+      const retired = (yield* seen).find((r) => r.rpc === "tools/call")?.session
+      const ended = (all: ReadonlyArray<Seen>) => all.some((r) => r.method === "DELETE" && r.session === retired)
+      expect(ended(yield* seen)).toBe(false)
+      yield* TestClock.adjust(Duration.minutes(11))
+      expect(ended(yield* until(seen, ended))).toBe(true)
+    }),
+  )
+
+  it.scoped("an agent's calls never ride on the session of another principal", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve } = yield* setup()
+      yield* serve("tools", backend)
+      const ide = agentOf("ide", "token-ide")
+      const ci = agentOf("ci", "token-ci")
+      yield* echo(peerMcp, "tools", "node")
+      yield* echo(peerMcp, "tools", "ide").pipe(Effect.provideService(CurrentAgent, ide))
+      yield* echo(peerMcp, "tools", "ci").pipe(Effect.provideService(CurrentAgent, ci))
+      yield* echo(peerMcp, "tools", "ide again").pipe(Effect.provideService(CurrentAgent, ide))
+      yield* echo(peerMcp, "tools", "node again")
+      // Each principal opened one session, with its own credential, and kept it.
+      expect(backend.sessionsBy("peer-b")).toBe(1)
+      expect(backend.sessionsBy("peer-b/token-ide")).toBe(1)
+      expect(backend.sessionsBy("peer-b/token-ci")).toBe(1)
+      expect(yield* peerMcp.sessions).toBe(3)
+    }),
+  )
+
+  it.scoped("a session the backend forgot (it restarted) is opened again, and the call goes through", () =>
+    Effect.gen(function* () {
+      const first = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
+      const backend = yield* Backends.statefulMcp().pipe(Scope.extend(first))
+      const { peerMcp, serve } = yield* setup()
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "before")).toBe("before")
+      yield* Scope.close(first, Exit.void)
+      // The stand-in's client sees the old server's connections closed before it sends again.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      const restarted = yield* Backends.statefulMcp(backend.port)
+      expect(yield* echo(peerMcp, "tools", "after")).toBe("after")
+      expect(restarted.sessionsBy("peer-b")).toBe(1)
+      expect(yield* peerMcp.sessions).toBe(1)
+    }),
+  )
+
+  it.scoped("sessions are bounded: the longest unused is ended to make room, and idle ones are ended", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup({ maxSessions: 2, idle: Duration.minutes(5) })
+      for (const service of ["s1", "s2", "s3"]) yield* serve(service, backend)
+      const later = TestClock.adjust(Duration.seconds(1))
+      yield* echo(peerMcp, "s1", "1")
+      yield* later
+      yield* echo(peerMcp, "s2", "2")
+      yield* later
+      yield* echo(peerMcp, "s1", "1 again")
+      yield* later
+      yield* echo(peerMcp, "s3", "3")
+      expect(yield* peerMcp.sessions).toBe(2)
+      // s2's session, the longest unused, was ended at the serving side.
+      const ended = yield* until(seen, (all) => all.some((r) => r.method === "DELETE"))
+      expect(ended.filter((r) => r.method === "DELETE").map((r) => r.service)).toEqual(["s2"])
+      // Unused for longer than `idle`: ended too.
+      yield* TestClock.adjust(Duration.minutes(7))
+      expect(yield* until(peerMcp.sessions, (n) => n === 0)).toBe(0)
+      const all = yield* until(seen, (all) => all.filter((r) => r.method === "DELETE").length === 3)
+      expect(
+        all
+          .filter((r) => r.method === "DELETE")
+          .map((r) => r.service)
+          .sort(),
+      ).toEqual(["s1", "s2", "s3"])
+    }),
+  )
+})
