@@ -218,6 +218,13 @@ const program = Effect.gen(function* () {
     }
     // Each service counts from its first answer: one slow query must not send the whole round back to the start.
     const held = named.size === NODES ? Date.now() - started : Number.POSITIVE_INFINITY
+    const unnamed = nodes.flatMap((node, i) => (named.has(i) ? [] : [node]))
+    if (unnamed.length > 0) {
+      yield* log(`${survivor.name} does not name: ${unnamed.map((node) => node.name).join(", ")}`)
+      const first = unnamed[0] as Topology.Node
+      const lines = (yield* first.output).split("\n").filter((line) => line.includes("provider record"))
+      yield* log(`${first.name} on its records: ${lines.slice(-5).join("\n") || "nothing logged"}`)
+    }
     // Back on the same port and data folder: every node linked to it again.
     yield* router.start
     const relinked = yield* timeUntil(

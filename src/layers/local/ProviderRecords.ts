@@ -104,9 +104,11 @@ export const layer = Layer.scopedDiscard(
           const failures = record.failures + 1
           // A router that lacks the record is a hole in discovery: retried soon. None reachable: backed off longer.
           const retryMs = Math.min(partial ? MAX_PARTIAL_RETRY_MS : MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (failures - 1))
+          // One miss is routine (a router just went or came); a record that keeps missing is a hole in discovery.
+          const log = failures >= 3 ? Effect.logWarning : Effect.logDebug
           return Effect.as(
-            Effect.logDebug("provider record not placed").pipe(
-              Effect.annotateLogs({ key, reason, retry_in_ms: retryMs }),
+            log("provider record not placed").pipe(
+              Effect.annotateLogs({ key, reason, retry_in_ms: retryMs, failures }),
             ),
             { ...record, failures, nextAtMs: now + retryMs },
           )
