@@ -71,3 +71,35 @@ export class Topics {
     if (!this.pubsub.getTopics().includes(topic)) this.pubsub.subscribe(topic)
   }
 }
+
+/**
+ * Explicit peering (gossipsub's "direct peers") on every link with a router: a router forwards every message to each
+ * authenticated member subscribed to its topic, and a member takes every message from its routers, whatever the mesh,
+ * its backoffs and scores say. Members hang off routers like leaves; with the mesh alone, a router restart left
+ * members pruned (a PRUNE carries a minute of backoff) or scored down for grafting back too soon, and a ban reached
+ * them only at their next sync. Links between members stay in the ordinary mesh.
+ */
+export class RouterPeering {
+  constructor(
+    private readonly pubsub: GossipSub,
+    private readonly admissions: Admissions,
+    private readonly selfIsRouter: boolean,
+  ) {}
+
+  /** The peer just passed the handshake on a connection. */
+  admitted(peerId: string): void {
+    const peer = this.admissions.get(peerId)
+    if (peer === undefined) return
+    if (this.selfIsRouter || peer.role === ROUTER_ROLE) this.direct().add(peerId)
+  }
+
+  /** One of the peer's connections closed or it was dropped: unpeered once it is no longer authenticated. */
+  settled(peerId: string): void {
+    // gossipsub redials its direct peers: a member gone, or a router that went away, must not be dialed by it.
+    if (!this.admissions.isAuthenticated(peerId)) this.direct().delete(peerId)
+  }
+
+  private direct(): Set<string> {
+    return (this.pubsub as unknown as { direct: Set<string> }).direct
+  }
+}

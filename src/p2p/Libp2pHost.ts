@@ -33,13 +33,6 @@ const RELAY_DATA_LIMIT = 1n << 30n
 /** A router holds a slot for every node behind NAT; libp2p's default of 15 suits a public volunteer relay. */
 const RELAY_MAX_RESERVATIONS = 4096
 /**
- * A router's gossip mesh holds every subscriber of a topic (it grafts each at once, as it subscribes). Nodes hang off
- * the routers like leaves (they connect to each other only to talk), so with gossipsub's D = 6 most of them would
- * hear a ban or a key change only from IHAVE gossip or their next /info sync, seconds later. Sending to every
- * subscriber is what delivering to all of them costs anyway; a node takes each message once per router.
- */
-const ROUTER_GOSSIP_DEGREE = RELAY_MAX_RESERVATIONS
-/**
  * A router is linked to every member. libp2p's defaults (300 connections; 5 new inbound connections a second per
  * address; 10 pending) would prune members past 300 and, after a restart, turn away all but 5 of the members behind
  * one address (a NAT, or one test host) each second, each then waiting out its backoff. Unauthenticated connections
@@ -120,7 +113,6 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         // past 13 it ignores them all. Here each peer holds a credential from the control plane, and many members
         // behind one NAT (or one host) are normal: the penalty would silence all of them.
         scoreParams: { IPColocationFactorWeight: 0 },
-        ...(router ? { D: ROUTER_GOSSIP_DEGREE, Dlo: ROUTER_GOSSIP_DEGREE, Dhi: ROUTER_GOSSIP_DEGREE } : {}),
       }),
       gate: gateService(config.guard),
       ...relay,

@@ -137,7 +137,7 @@ describe("MeshHost gossip", () => {
     60_000,
   )
   it.scopedLive(
-    "a router forwards every message to every subscriber it has, however many share an address, not to gossipsub's usual six to twelve",
+    "a router peers explicitly with every member and forwards every message to each subscriber, however many share an address",
     () =>
       Effect.gen(function* () {
         const trust = makeTrust()
@@ -154,17 +154,26 @@ describe("MeshHost gossip", () => {
             Ref.update(heard, (all) => new Set([...all, peer.peerId])),
           ).pipe(Effect.forkScoped),
         )
-        // The implementation's view of its mesh; the public GossipSub interface does not expose it.
-        const pubsub = router.libp2p.services.pubsub as unknown as { getMeshPeers(topic: string): string[] }
-        const meshed = () => new Set(pubsub.getMeshPeers(TOPIC))
-        yield* waitUntil("every subscriber is in the router's mesh", () =>
-          subscribers.every((peer) => meshed().has(peer.peerId)),
+        // Explicit peering both ways on every router link (gossipsub's `direct`, not in its public interface).
+        const direct = (peer: { libp2p: { services: { pubsub: unknown } } }) =>
+          (peer.libp2p.services.pubsub as { direct: Set<string> }).direct
+        yield* waitUntil("the router peers explicitly with every member, and every member with the router", () =>
+          subscribers.every((peer) => direct(router).has(peer.peerId) && direct(peer).has(router.peerId)),
+        )
+        yield* waitUntil("the router knows every subscription", () =>
+          subscribers.every((peer) =>
+            router.libp2p.services.pubsub.getSubscribers(TOPIC).some((id) => id.toString() === peer.peerId),
+          ),
         )
         yield* publisher.publish(TOPIC, Buffer.from("ban"))
         yield* waitUntil("every subscriber heard the message", async () => {
           const all = await Effect.runPromise(Ref.get(heard))
           return subscribers.every((peer) => all.has(peer.peerId))
         })
+        // A member that went away is no longer a direct peer: gossipsub would keep dialing it.
+        const gone = subscribers[0] as (typeof subscribers)[number]
+        yield* router.disconnect(gone.peerId)
+        yield* waitUntil("the router stops peering with a member it dropped", () => !direct(router).has(gone.peerId))
       }),
     60_000,
   )

@@ -26,7 +26,7 @@ import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Admissions } from "../../p2p/Admissions.js"
 import * as AuthProtocol from "../../p2p/AuthProtocol.js"
 import * as Gate from "../../p2p/Gate.js"
-import { Topics } from "../../p2p/Gossip.js"
+import { RouterPeering, Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import * as OptimisticSelect from "../../p2p/OptimisticSelect.js"
@@ -87,12 +87,14 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       catch: (error) => new MeshStartError({ reason: describe(error) }),
     })
     const peerId = libp2p.peerId.toString()
+    const peering = new RouterPeering(libp2p.services.pubsub, admissions, options.mode === "router")
     const deps: Handshake.HandshakeDeps = {
       admissions,
       credential: options.credential,
       trust: options.trust,
       // Kad-dht and gossipsub learn of a peer from identify, so they see authenticated peers only.
       admitted: (connection) => {
+        peering.admitted(connection.remotePeer.toString())
         libp2p.services.identify.identify(connection).catch(() => undefined)
       },
     }
@@ -104,7 +106,10 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         connection.direction === "outbound" ? Handshake.initiate(deps, connection) : Handshake.expire(deps, connection),
       )
     }
-    const onClose = (event: CustomEvent<Connection>) => admissions.untrack(event.detail)
+    const onClose = (event: CustomEvent<Connection>) => {
+      admissions.untrack(event.detail)
+      peering.settled(event.detail.remotePeer.toString())
+    }
     yield* scoped(
       () => libp2p.addEventListener("connection:open", onOpen),
       () => libp2p.removeEventListener("connection:open", onOpen),
@@ -164,7 +169,10 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
 
     const drop = (peer: string, reason: string) =>
       Effect.zipRight(
-        Effect.sync(() => admissions.drop(peer, reason)),
+        Effect.sync(() => {
+          admissions.drop(peer, reason)
+          peering.settled(peer)
+        }),
         Effect.zipRight(Effect.logInfo("mesh peer dropped").pipe(Effect.annotateLogs({ peer, reason })), hangUp(peer)),
       )
 
