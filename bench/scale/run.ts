@@ -222,8 +222,10 @@ const program = Effect.gen(function* () {
     if (unnamed.length > 0) {
       yield* log(`${survivor.name} does not name: ${unnamed.map((node) => node.name).join(", ")}`)
       const first = unnamed[0] as Topology.Node
-      const lines = (yield* first.output).split("\n").filter((line) => line.includes("provider record"))
-      yield* log(`${first.name} on its records: ${lines.slice(-5).join("\n") || "nothing logged"}`)
+      const lines = (yield* first.output)
+        .split("\n")
+        .filter((line) => line.includes("provider record") || line.includes("router"))
+      yield* log(`${first.name} on its records: ${lines.slice(-12).join("\n") || "nothing logged"}`)
     }
     // Back on the same port and data folder: every node linked to it again.
     yield* router.start

@@ -67,13 +67,14 @@ export const layer = Layer.scopedDiscard(
     )
 
     /**
-     * Sends the record to the closest DHT servers; fails when fewer took it than the routers we are linked to (up to
-     * the DHT's K): every router should hold it, and a router whose link just came up may not be in the DHT's
-     * routing table yet.
+     * Sends the record to the closest DHT servers; fails unless every router we are linked to took it (past the DHT's
+     * K routers, K of them): every router should hold it. A linked router that did not take it is put into the DHT's
+     * routing table again before the retry: kad's query reaches a router only from our table, or when another router
+     * names it as closer to the key than we are, which for half the keys it is not.
      */
     const provide = (cid: CID) =>
       Effect.gen(function* () {
-        const routers = new Set((yield* links.links).filter((l) => l.connected).map((l) => l.peerId)).size
+        const linked = (yield* links.links).filter((l) => l.connected).map((l) => l.peerId)
         const took = yield* Effect.tryPromise({
           try: async (signal) => {
             const peers = new Set<string>()
@@ -82,7 +83,7 @@ export const layer = Layer.scopedDiscard(
                 peers.add(event.from.toString())
               }
             }
-            return peers.size
+            return peers
           },
           catch: (error) => ({ reason: describe(error), partial: false }),
         }).pipe(
@@ -91,9 +92,14 @@ export const layer = Layer.scopedDiscard(
             onTimeout: () => ({ reason: "provide timed out", partial: false }),
           }),
         )
-        const wanted = Math.max(1, Math.min(routers, DHT_K))
-        if (took < wanted) {
-          return yield* Effect.fail({ reason: `${took} of ${wanted} DHT servers took the record`, partial: took > 0 })
+        const missed = linked.filter((peer) => !took.has(peer))
+        const enough = linked.length > DHT_K ? took.size >= DHT_K : missed.length === 0
+        if (took.size === 0 || !enough) {
+          yield* Effect.forEach(missed, intoTable, { discard: true })
+          return yield* Effect.fail({
+            reason: `${missed.length} of ${linked.length} linked routers did not take the record`,
+            partial: took.size > 0,
+          })
         }
       })
 
@@ -144,6 +150,12 @@ export const layer = Layer.scopedDiscard(
       })
       for (const [key, record] of settled) current.set(key, record)
       yield* Ref.set(records, current)
+      if (again) {
+        const missed = settled.filter(([, record]) => record.failures > 0).length
+        yield* Effect.logInfo("provider records placed again after a router link came up").pipe(
+          Effect.annotateLogs({ placed: settled.length - missed, missed }),
+        )
+      }
     })
 
     yield* tick.pipe(
