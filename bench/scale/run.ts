@@ -222,6 +222,16 @@ const program = Effect.gen(function* () {
     if (unnamed.length > 0) {
       yield* log(`${survivor.name} does not name: ${unnamed.map((node) => node.name).join(", ")}`)
       const first = unnamed[0] as Topology.Node
+      // Slow or absent: the same question with 10 s to answer instead of 2.
+      const slow = yield* probe.providers(
+        [survivorAddress],
+        "inference",
+        serviceName(nodes.indexOf(first)),
+        Duration.seconds(10),
+      )
+      yield* log(
+        `${first.name} asked again with 10 s: ${slow.has(ids[nodes.indexOf(first)] ?? "") ? "named" : "not named"}`,
+      )
       const lines = (yield* first.output)
         .split("\n")
         .filter((line) => line.includes("provider record") || line.includes("router"))
@@ -280,6 +290,17 @@ const program = Effect.gen(function* () {
     yield* log(
       `ban ${b + 1} (node-${victim}): answered ${answeredMs} ms; every node ${seconds(Math.max(...refusals) + answeredMs)} s; later than 3 s: ${late.join(", ") || "none"}`,
     )
+    const firstLate = nodes.find((node) => node.name === late[0])
+    if (firstLate !== undefined) {
+      // What the late node made of the mesh events it received: none arrived, or they were refused.
+      const metrics = yield* Local.request(firstLate, "/metrics").pipe(
+        Effect.map((answer) => answer.body),
+        Effect.orElseSucceed(() => ""),
+      )
+      const events = metrics.split("\n").filter((line) => line.includes("mesh_events_total{"))
+      const output = (yield* firstLate.output).split("\n").filter((line) => line.includes("mesh event"))
+      yield* log(`${firstLate.name}: ${events.join("; ") || "no mesh event counted"}; ${output.slice(-3).join(" | ")}`)
+    }
     yield* admin(cp, "POST", `/admin/nodes/${id}/unban`)
     yield* poll(
       Local.json<{ connected?: boolean }>(nodes[victim] as Topology.Node, "/debug/connectivity").pipe(
