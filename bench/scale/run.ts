@@ -229,6 +229,9 @@ const program = Effect.gen(function* () {
         serviceName(nodes.indexOf(first)),
         Duration.seconds(10),
       )
+      const firstId = ids[nodes.indexOf(first)] ?? ""
+      const routerLines = (yield* survivor.output).split("\n").filter((line) => line.includes(firstId))
+      if (routerLines.length > 0) yield* log(`${survivor.name} on ${first.name}: ${routerLines.slice(-6).join(" | ")}`)
       yield* log(
         `${first.name} asked again with 10 s: ${slow.has(ids[nodes.indexOf(first)] ?? "") ? "named" : "not named"}`,
       )
