@@ -1,6 +1,6 @@
 /** Fills a benchmark's database: nodes that will refresh under load, and bulk records that only add weight. */
 import { randomBytes } from "node:crypto"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { BootstrapTokens } from "../../src/services/enrollment/BootstrapTokens.js"
 import { OPERATOR } from "../../src/services/operations/Audit.js"

@@ -4,7 +4,9 @@
  * each route come from the same definition, read when the console is built (`console/build.ts`). Bearer tokens only:
  * no cookie is ever sent, so no other site can make the browser act for the operator.
  */
-import type { HttpApi, HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import type * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import type { ControlPlaneApi } from "../../src/http/Api.js"
 import type { PolicyUpdateJson } from "../../src/http/policies/PolicyJson.js"
 

@@ -3,7 +3,7 @@
  * would run is printed (never a secret: a token is "given" or not, a database URL loses its password) and the
  * program exits, 0 when all is well and 2 (with the one-line reason) when not, as headscale's configtest does.
  */
-import { Options } from "@effect/cli"
+import * as Options from "@effect/cli/Options"
 import { Console, Duration, Option, Redacted } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import type { DatabaseConfig } from "../config/DatabaseConfig.js"

@@ -5,8 +5,13 @@
  * the subcommand alone (`$ ban ...`). Its help document is kept, cleaned of those lines, and printed with a usage line
  * that starts with the program's name and the path of subcommands.
  */
-import { AutoCorrect, CliConfig, type Command, CommandDescriptor, HelpDoc, Usage } from "@effect/cli"
+import * as AutoCorrect from "@effect/cli/AutoCorrect"
+import * as CliConfig from "@effect/cli/CliConfig"
+import type * as Command from "@effect/cli/Command"
+import * as CommandDescriptor from "@effect/cli/CommandDescriptor"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import type { Span } from "@effect/cli/HelpDoc/Span"
+import * as Usage from "@effect/cli/Usage"
 import { Option } from "effect"
 
 /** A command and the subcommands under it, as @effect/cli holds them. */

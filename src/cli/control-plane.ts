@@ -1,5 +1,5 @@
 /** `mesh-control-plane [flags]`: the control plane server, plus its `admin` commands. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import * as Check from "./Check.js"
 import { admin } from "./control-plane/admin.js"
 import { check } from "./control-plane/check.js"

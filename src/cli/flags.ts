@@ -3,7 +3,9 @@
  * values fail with a one-line reason naming the flag.
  */
 import { readFile } from "node:fs/promises"
-import { HelpDoc, Options, ValidationError } from "@effect/cli"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
 import { Config, Effect, Either, LogLevel, Option, Redacted } from "effect"
 import * as GoDuration from "../domain/GoDuration.js"
 import { UsageError } from "./run.js"

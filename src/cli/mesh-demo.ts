@@ -4,7 +4,8 @@
  * HTTP at `/mcp`; `mesh-demo model` serves the deterministic OpenAI-compatible model `mesh-demo` under `/v1`. Both
  * listen on 127.0.0.1 only (the node in front of them is what the mesh reaches) until Ctrl-C.
  */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Effect, type Scope } from "effect"
 import * as DemoInference from "../demo/DemoInference.js"
 import * as DemoMcpServer from "../demo/DemoMcpServer.js"

@@ -2,7 +2,7 @@
  * `mesh-node`: the node. `join` enrolls this machine; `run` joins the mesh and serves the agents on it; `agent-token`
  * mints a scoped token for one of them.
  */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { agentToken } from "./node/agentToken.js"
 import { join } from "./node/join.js"
 import { run } from "./node/run.js"

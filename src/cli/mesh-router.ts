@@ -1,5 +1,5 @@
 /** `mesh-router [flags]`: a router of the mesh: relay, DHT server and gossip hub for authenticated peers. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Effect, Either, Layer, Option } from "effect"
 import * as RouterConfig from "../config/RouterConfig.js"
 import * as Logging from "../layers/Logging.js"

@@ -3,8 +3,11 @@
  * code (2 for usage errors, 1 for failures at run time) instead of a stack trace. `--help` and unknown flags are
  * answered here, before @effect/cli (see Help.ts), and `--log-level` goes to the command's own flag.
  */
-import { Command, HelpDoc, ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, ConfigProvider, Data, Effect, Exit, Option } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import * as Colour from "./Colour.js"

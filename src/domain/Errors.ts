@@ -6,7 +6,7 @@
  *
  * `code` is stable and machine-readable (snake_case of the tag); `message` is for humans and never holds a secret.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()(

@@ -1,5 +1,5 @@
 /** The control plane's HTTP API: its groups, each defined in its own folder. */
-import { HttpApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
 import { AdminApi } from "./admin/AdminApi.js"
 import { AdminNodesApi } from "./admin/NodesApi.js"
 import { AdminStatusApi } from "./admin/StatusApi.js"

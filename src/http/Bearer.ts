@@ -1,5 +1,5 @@
 /** Reads the `Authorization: Bearer <token>` header. */
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Either, Option } from "effect"
 import * as Biscuit from "../crypto/Biscuit.js"
 import { Unauthorized } from "../domain/Errors.js"

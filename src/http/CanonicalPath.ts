@@ -9,7 +9,7 @@
  *
  * Shared by every server we run (control plane, probe listeners, the node's local API).
  */
-import type { HttpRouter } from "@effect/platform"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
 
 /** Longest path parameter, in raw characters; the framework router refuses longer ones, so we do too. */
 export const MAX_PARAM_LENGTH = 100

@@ -7,8 +7,11 @@
  * unreachable database is 503; anything else is a defect: logged with its cause, answered 500 with a generic
  * message so nothing internal leaks.
  */
-import { HttpApiSchema, HttpServerError, HttpServerResponse } from "@effect/platform"
+
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect, Option, type Schema } from "effect"
 import { type ApiError, ApiErrors, MethodNotAllowed, NoAvailableProvider, RateLimited } from "../domain/Errors.js"

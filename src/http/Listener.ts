@@ -11,8 +11,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
 import type { ListenOptions } from "node:net"
 import type { Duplex } from "node:stream"
-import { HttpMiddleware } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
 import * as TraceContext from "./TraceContext.js"
 

@@ -6,14 +6,12 @@
  * request is one server span named by method and route pattern (never the raw path), continuing the caller's
  * `traceparent`.
  */
-import {
-  FileSystem,
-  HttpApiBuilder,
-  type HttpApp,
-  HttpIncomingMessage,
-  HttpServerRequest,
-  HttpServerResponse,
-} from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Option } from "effect"
 import { ControlPlaneConfig } from "../config/ControlPlaneConfig.js"
 import { RateLimited } from "../domain/Errors.js"

@@ -3,7 +3,7 @@
  * client is typed with. What the generator cannot know is set right here: every failure is the one error body of
  * `ErrorResponse.ts`, not the tagged error it was in the handler.
  */
-import { OpenApi } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { ControlPlaneApi } from "./Api.js"
 
 const ERROR_BODY = "ErrorBody"

@@ -3,7 +3,8 @@
  * handler decodes with protobuf-es (a malformed body is a 400) and answers with `respond`.
  */
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf"
-import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { BadRequest } from "../domain/Errors.js"
 

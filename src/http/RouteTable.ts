@@ -5,7 +5,10 @@
  * canonical segments only; static segments win over parameters, parameters over a trailing wildcard, and HEAD falls
  * back to GET, as the framework router does.
  */
-import { HttpApi, type HttpApp, type HttpRouter, HttpServerRequest } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Chunk, Effect } from "effect"
 import { isCanonicalSegment, MAX_PARAM_LENGTH, segmentsOf } from "./CanonicalPath.js"
 import * as ErrorResponse from "./ErrorResponse.js"

@@ -1,5 +1,7 @@
 /** The control plane's HTTP server: the API with its handlers and middleware, on a node:http listener. */
-import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { Layer } from "effect"
 import type { ListenAddress } from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "./Api.js"

@@ -3,7 +3,10 @@
  * requests carry. `tracestate` is never touched: it travels as an end-to-end header. With tracing off nothing is
  * read or written, so a client's own trace context passes through the mesh unchanged.
  */
-import { Headers, type HttpServerRequest, type HttpServerResponse, HttpTraceContext } from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
 import { Context, Effect, FiberRef, Option, Tracer } from "effect"
 import * as Spans from "../platform/Spans.js"
 

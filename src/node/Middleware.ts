@@ -5,7 +5,8 @@
  * failure as the one error body, and count and time the request by route label. Each request is one server span
  * named by method and route pattern, continuing the caller's `traceparent`.
  */
-import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Context, Effect, Either, Option, Ref } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
 import {

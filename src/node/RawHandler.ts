@@ -4,8 +4,9 @@
  * handler wrote, so metrics stay right. The platform skips writing our returned response, since it has ended.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect } from "effect"
 
 export const raw = <R>(

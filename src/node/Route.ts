@@ -4,7 +4,9 @@
  * authentication, the 503 gate and metrics alike, so no spelling of a path can reach a handler while escaping a
  * check. Matching is exact on the raw path: case-sensitive, no decoding, no slash folding; anything else is 404.
  */
-import type { HttpMethod, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpMethod from "@effect/platform/HttpMethod"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Context, type Effect } from "effect"
 
 /**

@@ -5,8 +5,11 @@
  *
  * Public API: integrations can test themselves against a real control plane with it.
  */
-import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Context, Duration, Effect, Layer, Logger, LogLevel, Option, Redacted, type Scope } from "effect"
 import * as ControlPlaneConfig from "../config/ControlPlaneConfig.js"
 import { ControlPlaneApi } from "../http/Api.js"

@@ -3,7 +3,7 @@
  * `/admin/*` route of the API, and `POST`/`PUT /policies`) answers 401 to any bearer, even one that looks like an
  * operator's, and changes nothing. The routes are read from the API definition, so a route added later is covered.
  */
-import { HttpServer } from "@effect/platform"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, LogLevel, Option, TestClock } from "effect"
 import * as ControlPlaneConfig from "../../src/config/ControlPlaneConfig.js"

@@ -3,7 +3,7 @@
  * labels still within the role's `allowed_labels`. A refused approval changes nothing: the request stays pending, no
  * usage is spent, no node exists, and the enrollee keeps polling PENDING.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Either, TestClock } from "effect"
 import * as Biscuit from "../../src/crypto/Biscuit.js"

@@ -3,7 +3,7 @@
  * refused re-enrollment changes nothing: the node keeps its role and its current credential, no usage is spent, and
  * nothing is queued for an operator.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"

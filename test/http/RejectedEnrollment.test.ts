@@ -3,7 +3,7 @@
  * interval (nothing will change by waiting), as often as it asks; enrolling again with the same token answers the
  * same and queues nothing new for the operator.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, TestClock } from "effect"
 import * as PeerKey from "../../src/domain/PeerKey.js"

@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, TestClock } from "effect"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"

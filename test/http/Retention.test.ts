@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Option, TestClock, TestServices } from "effect"
 import { Nodes } from "../../src/services/nodes/Nodes.js"

@@ -5,7 +5,7 @@
  * metrics label.
  */
 import { create, toBinary } from "@bufbuild/protobuf"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Context, Effect, TestClock } from "effect"
 import * as Biscuit from "../../src/crypto/Biscuit.js"

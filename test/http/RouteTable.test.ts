@@ -1,4 +1,7 @@
-import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type * as HttpMethod from "@effect/platform/HttpMethod"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import fc from "fast-check"

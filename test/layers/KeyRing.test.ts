@@ -2,7 +2,7 @@
  * Two replicas' KeyRings on one database, under TestClock. One replica's rotation attempt fails on a database error
  * while the other rotates: the loser must not keep signing with, and accepting, the key the winner retired.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Chunk, Context, Duration, Effect, Layer, Logger, TestClock } from "effect"
 import * as ControlPlaneConfig from "../../src/config/ControlPlaneConfig.js"

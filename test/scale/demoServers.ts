@@ -2,7 +2,7 @@
  * The demo MCP server and model server as a process of their own, for a test host in a network namespace that cannot
  * reach the test's loopback: run under `ip netns exec`, it prints one JSON line with both URLs and serves until killed.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect } from "effect"
 import * as DemoInference from "../../src/demo/DemoInference.js"
 import * as DemoMcpServer from "../../src/demo/DemoMcpServer.js"

@@ -5,7 +5,7 @@
  * Node 24 aborted the whole process in exactly that finalizer (`Statement::~Statement` during GC); any regression of
  * that kind kills this process, which the test reports with its stderr.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as SqliteClientLive from "../../src/layers/sql/SqliteClientLive.js"
 

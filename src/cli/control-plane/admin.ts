@@ -3,7 +3,7 @@
  * control plane's admin API (`--control-plane`, `--admin-token-path`); `ban` and `unban` act on the database
  * directly, for when the control plane is down.
  */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { approvals } from "./admin/approvals.js"
 import { ban } from "./admin/ban.js"
 import { nodes } from "./admin/nodes.js"

@@ -1,5 +1,5 @@
 /** Runs the control plane server until interrupted (SIGINT/SIGTERM close the listener and the database cleanly). */
-import type { Command } from "@effect/cli"
+import type * as Command from "@effect/cli/Command"
 import { Duration, Effect, Layer, Option } from "effect"
 import { type ControlPlaneSettings, SHUTDOWN_GRACE } from "../../config/ControlPlaneConfig.js"
 import * as KeyDurations from "../../domain/KeyDurations.js"

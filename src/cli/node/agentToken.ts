@@ -6,7 +6,8 @@
  */
 import { chmodSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Data, Effect, Either, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as Labels from "../../domain/Labels.js"

@@ -3,7 +3,7 @@
  * data folder and reports what it got. A running node waiting for a login picks the new identity up by itself.
  */
 import { readFile } from "node:fs/promises"
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Duration, Effect, Either, Layer, Option, Redacted, Ref } from "effect"
 import * as Labels from "../../domain/Labels.js"
 import { NODE_ROLE } from "../../domain/Policy.js"

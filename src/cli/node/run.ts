@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs"
 import { dirname, join as joinPath } from "node:path"
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Duration, Effect, Either, Layer, Option } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as LocalHosts from "../../domain/LocalHosts.js"

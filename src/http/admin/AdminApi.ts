@@ -1,5 +1,7 @@
 /** The operator API (admin token): bootstrap tokens and the enrollment queue. JSON throughout. */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { BadRequest, Conflict, Forbidden, Gone, NotFound } from "../../domain/Errors.js"
 import { AdminAuth } from "../auth/AdminAuth.js"

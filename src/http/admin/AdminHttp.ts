@@ -1,5 +1,5 @@
 /** Handlers of the operator API. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Clock, Effect } from "effect"
 import { isSafeTerm } from "../../crypto/Biscuit.js"
 import type * as Token from "../../domain/BootstrapToken.js"

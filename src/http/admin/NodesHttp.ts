@@ -1,6 +1,6 @@
 /** Handlers of the operator's node actions. */
-import { HttpApiBuilder } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { NotFound } from "../../domain/Errors.js"
 import type { BanOutcome } from "../../services/nodes/Bans.js"

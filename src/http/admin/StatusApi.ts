@@ -1,5 +1,6 @@
 /** The operator's overview (`/admin/status`) and the audit log (`/admin/audit`). */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Schema } from "effect"
 import { ACTIONS } from "../../services/operations/Audit.js"
 import { AdminAuth } from "../auth/AdminAuth.js"

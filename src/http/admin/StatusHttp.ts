@@ -1,7 +1,7 @@
 /** Handlers of the operator's overview and audit log. */
 
 import { toJson } from "@bufbuild/protobuf"
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Clock, Effect } from "effect"
 import { PolicyConfigSchema } from "../../gen/mesh_pb.js"
 import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"

@@ -3,7 +3,8 @@
  * as SHA-256 digests in constant time; without a configured token every request is refused.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Unauthorized } from "../../domain/Errors.js"

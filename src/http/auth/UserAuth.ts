@@ -2,7 +2,8 @@
  * An ID token from a configured issuer on /user/*: the caller is that identity. A banned identity is refused, and a
  * user bound to `mesh:role:admin` by policy may do what only operators may otherwise do.
  */
-import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Forbidden, Unauthorized, Unavailable } from "../../domain/Errors.js"

@@ -1,5 +1,7 @@
 /** A node's report of the services it publishes (display only). */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
 import * as Protobuf from "../Protobuf.js"
 

@@ -2,7 +2,8 @@
  * POST /nodes/catalog: NodeCatalogReport in, 204 out; the credential is the bearer, the node's proof of possession
  * in `X-Mesh-Challenge-Ts` and `X-Mesh-Challenge-Sig` (as `GET /enroll/status` takes it).
  */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Either } from "effect"
 import * as Challenge from "../../domain/Challenge.js"
 import { NodeCatalogReportSchema, ServiceType } from "../../gen/mesh_pb.js"

@@ -3,7 +3,10 @@
  * (`/openapi.json`), and the two sign-in steps the console's OIDC flow needs from the control plane. The page, its
  * files and the description itself are left out of the description; the sign-in routes are in it.
  */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { BadRequest, NotFound, Unauthorized, Unavailable } from "../../domain/Errors.js"
 

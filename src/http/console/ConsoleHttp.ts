@@ -1,5 +1,6 @@
 /** Handlers of the console group: the page and its files, the API description, and the sign-in steps. */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Option } from "effect"
 import { NotFound } from "../../domain/Errors.js"
 import { ConsoleSignIn } from "../../services/console/ConsoleSignIn.js"

@@ -1,7 +1,7 @@
 /** POST /refresh: TokenRefreshRequest in, TokenRefreshResponse out, the current credential as bearer. */
 import { create } from "@bufbuild/protobuf"
 import { timestampFromMs } from "@bufbuild/protobuf/wkt"
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { TokenRefreshRequestSchema, TokenRefreshResponseSchema } from "../../gen/mesh_pb.js"
 import { CredentialRefresh } from "../../services/identity/CredentialRefresh.js"

@@ -1,5 +1,6 @@
 /** Enrollment of machines: OIDC (`/register`), bootstrap tokens (`/enroll`) and polling a queued request. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Schema } from "effect"
 import { BadRequest, Conflict, Forbidden, Gone, Unauthorized, Unavailable } from "../../domain/Errors.js"
 import * as Protobuf from "../Protobuf.js"

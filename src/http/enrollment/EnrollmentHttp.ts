@@ -1,7 +1,8 @@
 /** Handlers of the enrollment group: protobuf in, protobuf out, credentials marked no-store. */
 import { create } from "@bufbuild/protobuf"
 import { timestampFromMs } from "@bufbuild/protobuf/wkt"
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect } from "effect"
 import { POLL_INTERVAL_SECONDS } from "../../domain/EnrollmentRequest.js"
 import {

@@ -2,7 +2,9 @@
  * The mesh policy: read by mesh components (their credential) and operators (the admin token); replaced as a whole
  * by operators, as protobuf or protojson. Bodies are read raw because either encoding is accepted.
  */
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
 import { AdminAuth } from "../auth/AdminAuth.js"
 import * as Protobuf from "../Protobuf.js"

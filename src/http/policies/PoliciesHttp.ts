@@ -1,5 +1,6 @@
 /** Handlers of the policies group. */
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Either, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"

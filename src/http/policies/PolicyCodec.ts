@@ -4,7 +4,7 @@
  */
 import { create, fromBinary, fromJsonString, toBinary, toJsonString } from "@bufbuild/protobuf"
 import { timestampFromMs } from "@bufbuild/protobuf/wkt"
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { BadRequest } from "../../domain/Errors.js"
 import * as PolicyRules from "../../domain/Policy.js"

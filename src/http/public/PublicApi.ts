@@ -1,5 +1,7 @@
 /** Routes anyone may call: liveness, readiness, metrics, the signing key set and the mesh information. */
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
 import * as Protobuf from "../Protobuf.js"

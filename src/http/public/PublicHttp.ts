@@ -1,5 +1,6 @@
 /** Handlers of the public group. */
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import { Unavailable } from "../../domain/Errors.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"

@@ -1,5 +1,6 @@
 /** Router leases: a router renews its lease with its addresses and telemetry. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { BadRequest, Forbidden, Unauthorized } from "../../domain/Errors.js"
 import * as Protobuf from "../Protobuf.js"
 

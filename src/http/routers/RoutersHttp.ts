@@ -1,7 +1,7 @@
 /** POST /routers/lease: RouterLeaseRequest in (credential as bearer, or in the body), RouterLeaseResponse out. */
 import { create } from "@bufbuild/protobuf"
 import { timestampFromMs } from "@bufbuild/protobuf/wkt"
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect } from "effect"
 import { RouterLeaseRequestSchema, RouterLeaseResponseSchema } from "../../gen/mesh_pb.js"
 import { Leases } from "../../services/routers/Leases.js"

@@ -1,5 +1,6 @@
 /** The per-user API (an ID token from a configured issuer): a user's own nodes and bootstrap tokens. */
-import { HttpApiEndpoint, HttpApiGroup } from "@effect/platform"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import { Schema } from "effect"
 import { BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import { UserAuth } from "../auth/UserAuth.js"

@@ -1,5 +1,5 @@
 /** Handlers of the user API: everything is scoped to the caller's identity. */
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Clock, Effect, Option } from "effect"
 import * as Token from "../../domain/BootstrapToken.js"
 import { BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"

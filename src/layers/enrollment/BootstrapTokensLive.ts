@@ -1,5 +1,6 @@
 /** BootstrapTokens over SQL; the secret never reaches the database, only its SHA-256. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Effect, Layer, Option, Schema } from "effect"
 import * as Token from "../../domain/BootstrapToken.js"
 import { NotFound } from "../../domain/Errors.js"

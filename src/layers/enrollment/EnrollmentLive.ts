@@ -6,7 +6,7 @@
  * unbanned, in the same statement that checks it.
  */
 import { randomUUID } from "node:crypto"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import * as Token from "../../domain/BootstrapToken.js"

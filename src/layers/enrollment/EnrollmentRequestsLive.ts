@@ -2,7 +2,8 @@
  * EnrollmentRequests over SQL; resolving and releasing are conditional updates, so a request is resolved exactly once
  * and its credential handed over once.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Layer, Option, Schema } from "effect"
 import type { EnrollmentRequest } from "../../domain/EnrollmentRequest.js"
 import { Labels } from "../../domain/Node.js"

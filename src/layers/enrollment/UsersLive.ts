@@ -1,5 +1,6 @@
 /** Users over SQL. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { identityKey } from "../../domain/Node.js"
 import { type User, Users } from "../../services/enrollment/Users.js"

@@ -1,6 +1,6 @@
 /** Challenges against the Clock; spent enrollment proofs are remembered in the database for their window. */
 import { createHash } from "node:crypto"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer } from "effect"
 import * as Challenge from "../../domain/Challenge.js"
 import { Unauthorized } from "../../domain/Errors.js"

@@ -5,7 +5,8 @@
  * `key_rotation` row inside the rotation's own transaction, so replicas on one database rotate exactly once per
  * interval and none sees a half-made rotation.
  */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Duration, Effect, Layer, Option, PubSub, Ref, Schedule, Schema, Stream } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import * as Ed25519 from "../../crypto/Ed25519.js"

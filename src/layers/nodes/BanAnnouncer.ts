@@ -5,7 +5,7 @@
  * difference is published as a signed event. Events this process already published (the API's bans) are not sent
  * twice: MeshEvents drops an event no newer than the last about its subject.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Ref } from "effect"
 import { type MeshEvent, MeshEvents } from "../../services/events/MeshEvents.js"
 import { ChangeFeed } from "../../services/operations/ChangeFeed.js"

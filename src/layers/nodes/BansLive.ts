@@ -1,5 +1,5 @@
 /** Bans over SQL: the node flag and the identity ban change in one transaction. */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer } from "effect"
 import { NotFound } from "../../domain/Errors.js"
 import { MeshEvents } from "../../services/events/MeshEvents.js"

@@ -1,5 +1,6 @@
 /** Catalog over SQL: one row per node, replaced by each report. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { BadRequest, Forbidden } from "../../domain/Errors.js"
 import { Challenges } from "../../services/identity/Challenges.js"

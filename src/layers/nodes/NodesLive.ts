@@ -1,5 +1,6 @@
 /** Nodes over SQL. Parse and SQL errors are defects: only domain outcomes leave this module. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Layer, Option, Schema } from "effect"
 import { Identity, identityKey, Labels, type Node } from "../../domain/Node.js"
 import { Nodes } from "../../services/nodes/Nodes.js"

@@ -2,7 +2,7 @@
  * Retention over SQL, with an hourly sweep (and one at start) as a fiber of the layer's scope. The sweep also forgets
  * spent enrollment challenges whose window has passed.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Challenges } from "../../services/identity/Challenges.js"

@@ -1,5 +1,6 @@
 /** Audit over SQL: an append-only table paged by id. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Effect, Layer, Schema } from "effect"
 import { type Action, Audit, type AuditEntry } from "../../services/operations/Audit.js"
 import { JsonText } from "../sql/Columns.js"

@@ -4,8 +4,8 @@
  * have been missed). On sqlite there is one server process, and the only other writer is the admin command: the
  * server reads sqlite's `data_version` every second, which moves when another connection has committed.
  */
-import { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { Clock, Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
 import { ChangeFeed, type ChangeFeedService } from "../../services/operations/ChangeFeed.js"
 

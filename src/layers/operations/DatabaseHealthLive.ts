@@ -1,5 +1,5 @@
 /** DatabaseHealth over the SqlClient: a `SELECT 1` bounded by a short timeout. */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Layer } from "effect"
 import { DatabaseHealth } from "../../services/operations/DatabaseHealth.js"
 

@@ -4,7 +4,7 @@
  * that finds the snapshot stale serves it and starts a refresh in the background, so scrapes cost nothing and a slow
  * database never slows them. The last good snapshot stays on failure. Nothing runs while nobody scrapes.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Duration, Effect, Layer, Runtime } from "effect"
 import * as Token from "../../domain/BootstrapToken.js"
 import { KeyRing } from "../../services/identity/KeyRing.js"

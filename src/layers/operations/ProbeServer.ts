@@ -2,7 +2,9 @@
  * The small HTTP listener routers and nodes serve on their metrics address: `/healthz` (the process is up),
  * `/readyz` (it can do its job) and `/metrics` (Prometheus text). No authentication: it reveals no secrets.
  */
-import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
 import type { ListenAddress } from "../../config/ControlPlaneConfig.js"
 import * as CanonicalPath from "../../http/CanonicalPath.js"

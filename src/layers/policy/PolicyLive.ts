@@ -1,5 +1,6 @@
 /** Policy over SQL: one row holding the document as JSON and its version. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Clock, Effect, Either, Layer, Option, Schema } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { BadRequest } from "../../domain/Errors.js"

@@ -1,5 +1,6 @@
 /** Leases over SQL, admitted through Credentials, Nodes and Challenges. */
-import { SqlClient, SqlSchema } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { multiaddr } from "@multiformats/multiaddr"
 import { Clock, Duration, Effect, Layer, Option, Schema } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"

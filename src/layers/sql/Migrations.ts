@@ -4,8 +4,9 @@
  * On postgres, several control planes may start at once against one database: a session advisory lock, keyed by the
  * current schema, serializes them so exactly one applies each migration and the others find nothing left to do.
  */
-import { SqlClient } from "@effect/sql"
+
 import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import { migrations } from "./migrations/index.js"
 

@@ -7,8 +7,9 @@
  * times and counts) are read as numbers.
  */
 import { closeSync, existsSync, openSync } from "node:fs"
-import type { SqlClient, SqlError } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Layer, Redacted, Schedule } from "effect"
 import pg from "pg"
 import type { DatabaseConfig } from "../../config/DatabaseConfig.js"

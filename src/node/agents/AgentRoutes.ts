@@ -3,8 +3,9 @@
  * from the node's own credential (no control plane needed; `mesh-node agent-token` calls it), `GET /agents/log` reads
  * the call log, filtered by `agent`, `since` and `until` (RFC 3339 or Unix milliseconds) and `limit` (≤ 10000).
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Either, Redacted, Schema } from "effect"
 import * as AgentScope from "../../domain/AgentScope.js"
 import { BadRequest, PayloadTooLarge } from "../../domain/Errors.js"

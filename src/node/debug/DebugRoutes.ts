@@ -3,7 +3,8 @@
  * They answer in every phase, the mesh unreachable included, since that is when they are needed. The output is for
  * people and not stable across releases; it never holds a credential or token.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"

@@ -3,7 +3,7 @@
  * from a 503 on `/mcp`), `/readyz` also saying where the node stands; `/metrics` is the Prometheus text, once the
  * node is connected.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Context, Effect, Option } from "effect"
 import { Membership } from "../../services/member/Membership.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"

@@ -3,7 +3,7 @@
  * verified it during the handshake). Only over the Unix socket or verified mTLS: evidence is what a local workload
  * shows to prove where it runs, so it must come from a channel another local user cannot impersonate.
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Effect, Either, Option } from "effect"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { BadRequest, NotFound, Unavailable } from "../../domain/Errors.js"

@@ -5,7 +5,7 @@
  * its event stream, `/sse` and `/messages` its routes.
  */
 
-import { HttpServerRequest } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { Effect, Option } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"

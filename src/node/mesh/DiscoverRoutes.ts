@@ -5,7 +5,8 @@
  * by `offset` and `limit`. With `stream=true` or `Accept: text/event-stream` each result is one server-sent event
  * as it is found (`offset` and `limit` apply in arrival order), and the stream ends with `event: done`.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Chunk, Duration, Effect, Either, Option, Stream } from "effect"
 import { byPeerAndName, hostOf, row } from "../../domain/DiscoveryRow.js"
 import { BadRequest } from "../../domain/Errors.js"

@@ -8,8 +8,8 @@
  */
 
 import type { IncomingMessage } from "node:http"
-import { HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Clock, Effect, Either, Option } from "effect"
 import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest } from "../../domain/Errors.js"

@@ -5,8 +5,9 @@
  * provider's answer streams back as it comes. Every answer carries `X-Mesh-Provider` (whose answer it is: the
  * serving peer, or this node when it answered itself) and `X-Mesh-Overhead-Ms`; errors use OpenAI's shape.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Clock, Effect, Either, Option } from "effect"
 import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, PayloadTooLarge } from "../../domain/Errors.js"

@@ -6,7 +6,7 @@
  * `code` is the same stable snake_case code the rest of the API puts in its error body; `type` is OpenAI's kind of
  * error for the status. The status is what the SDKs map to their error classes (404 is `NotFoundError`).
  */
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as ErrorResponse from "../../http/ErrorResponse.js"
 
 export interface OpenAiErrorBody {

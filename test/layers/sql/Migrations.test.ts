@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Migrations from "../../../src/layers/sql/Migrations.js"

@@ -3,7 +3,7 @@
  * function that turns what can go wrong into one line naming the control plane (unreachable and why, the admin
  * token refused, the server's own error message).
  */
-import { Options } from "@effect/cli"
+import * as Options from "@effect/cli/Options"
 import { Data, Effect, Option, Redacted } from "effect"
 import * as Flag from "../../flags.js"
 import { UsageError } from "../../run.js"

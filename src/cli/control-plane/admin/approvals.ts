@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin approvals`: the queue of bootstrap enrollments waiting for an operator. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { approve } from "./approvals/approve.js"
 import { list } from "./approvals/list.js"
 import { reject } from "./approvals/reject.js"

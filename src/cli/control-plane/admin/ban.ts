@@ -1,5 +1,6 @@
 /** `mesh-control-plane admin ban --peer <peer_id>`: bans a node (and its OIDC identity) directly in the database. */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Effect } from "effect"
 import { Bans } from "../../../services/nodes/Bans.js"
 import { CLI } from "../../../services/operations/Audit.js"

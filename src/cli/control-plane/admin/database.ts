@@ -5,7 +5,7 @@
  * control plane's tables (a wrong path would otherwise be migrated into a new, empty control plane database).
  */
 import { existsSync } from "node:fs"
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer, Redacted } from "effect"
 import type { DatabaseConfig } from "../../../config/DatabaseConfig.js"
 import * as MeshEventsMemory from "../../../layers/events/MeshEventsMemory.js"

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin nodes`: enrolled nodes, through the admin API. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { ban } from "./nodes/ban.js"
 import { list } from "./nodes/list.js"
 import { unban } from "./nodes/unban.js"

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin policy`: the mesh policy, through the admin API. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { apply } from "./policy/apply.js"
 import { get } from "./policy/get.js"
 

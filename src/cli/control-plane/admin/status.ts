@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin status`: GET /admin/status, summed up. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { connect, connection, request } from "./AdminClient.js"
 import * as Output from "./Output.js"

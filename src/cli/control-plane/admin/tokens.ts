@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin tokens`: bootstrap tokens, through the admin API. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { list } from "./tokens/list.js"
 import { mint } from "./tokens/mint.js"
 import { revoke } from "./tokens/revoke.js"

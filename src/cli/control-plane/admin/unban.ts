@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin unban --peer <peer_id>`: lifts a ban directly in the database. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { Bans } from "../../../services/nodes/Bans.js"
 import { CLI } from "../../../services/operations/Audit.js"

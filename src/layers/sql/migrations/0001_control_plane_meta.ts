@@ -1,5 +1,5 @@
 /** Facts about this control-plane installation, such as its id, shared by every replica on one database. */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

@@ -2,7 +2,7 @@
  * Signing keys of the control plane and the row that elects one replica per rotation.
  * A key with `expires_at` NULL is the current one; a rotated-out key keeps its grace deadline in `expires_at`.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

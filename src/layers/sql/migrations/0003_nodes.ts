@@ -2,7 +2,7 @@
  * Enrolled nodes (and routers). `credential_digest` is the SHA-256 of the last credential issued: a refresh with any
  * other credential is a replay. `identity_key` (`<issuer>|<subject>`) ties OIDC enrollments to their identity for bans.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

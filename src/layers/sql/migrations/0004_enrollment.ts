@@ -2,7 +2,7 @@
  * Enrollment: the mesh policy (one document, replaced as a whole), bootstrap tokens (stored as SHA-256 hashes), the
  * queue of enrollment requests, the users seen through OIDC, and banned identities.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

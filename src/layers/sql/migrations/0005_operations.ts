@@ -1,7 +1,7 @@
 /**
  * Operations: router leases, the catalog nodes report for display, and the audit log of state-changing actions.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

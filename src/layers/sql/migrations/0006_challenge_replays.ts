@@ -1,5 +1,5 @@
 /** Challenges already used for enrollment, so a captured request cannot be replayed within its window. */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

@@ -3,7 +3,7 @@
  * auto-approved `POST /enroll` answer): it is released once. Requests approved before this migration count as
  * released: their enrollees collected on every poll until now, and one that has not can enroll again with its token.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 
 export default Effect.gen(function* () {

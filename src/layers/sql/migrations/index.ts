@@ -2,7 +2,7 @@
  * The migration set, in order. Each capability adds one file; ids never change once released.
  * Times are integer unix milliseconds (BIGINT); booleans and blobs use each dialect's own type.
  */
-import type { SqlClient } from "@effect/sql"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Effect } from "effect"
 import m0001 from "./0001_control_plane_meta.js"
 import m0002 from "./0002_signing_keys.js"

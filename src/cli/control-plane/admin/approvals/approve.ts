@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin approvals approve --id <id>`: POST /admin/enrollments/{id}/approve. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { connect, connection, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

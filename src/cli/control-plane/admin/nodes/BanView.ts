@@ -1,5 +1,5 @@
 /** What ban and unban answer, and how the commands print it. */
-import { Options } from "@effect/cli"
+import * as Options from "@effect/cli/Options"
 
 export interface BanView {
   readonly peer_id: string

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin nodes ban --peer <peer_id>`: POST /admin/revoke. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { connect, connection, json, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin nodes list`: the nodes of GET /admin/status (which lists up to 1000). */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { connect, connection, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin nodes unban --peer <peer_id>`: POST /admin/nodes/{peer_id}/unban. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { connect, connection, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

@@ -2,7 +2,8 @@
  * `mesh-control-plane admin policy apply --file <policy.yaml>`: replaces the mesh policy (PUT /policies, protojson).
  * A refusal is shown at the line and column of the file that holds the offending value.
  */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Effect } from "effect"
 import { AdminApiError, connect, connection, errorText, request, send } from "../AdminClient.js"
 import * as PolicyFile from "./PolicyFile.js"

@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin policy get`: GET /policies, printed as YAML that `policy apply` takes back. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Console, Effect } from "effect"
 import { stringify } from "yaml"
 import { connect, connection, request } from "../AdminClient.js"

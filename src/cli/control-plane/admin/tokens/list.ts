@@ -1,5 +1,5 @@
 /** `mesh-control-plane admin tokens list`: GET /admin/bootstrap-tokens. */
-import { Command } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
 import { Effect } from "effect"
 import { connect, connection, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

@@ -1,5 +1,6 @@
 /** `mesh-control-plane admin tokens mint`: POST /admin/bootstrap-tokens; prints the secret, shown only this once. */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Effect, Option } from "effect"
 import { connect, connection, json, request } from "../AdminClient.js"
 import * as Output from "../Output.js"

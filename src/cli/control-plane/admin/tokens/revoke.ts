@@ -1,5 +1,6 @@
 /** `mesh-control-plane admin tokens revoke --id <id>`: DELETE /admin/bootstrap-tokens/{id}. */
-import { Command, Options } from "@effect/cli"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Console, Effect } from "effect"
 import { connect, connection, request } from "../AdminClient.js"
 import * as Output from "../Output.js"
