@@ -72,17 +72,28 @@ export interface HandlerRegistrar {
 export interface StreamGuard {
   readonly isAuthenticated: (peerId: string) => boolean
   readonly awaitAuthenticated: (peerId: string) => Promise<boolean>
+  /** Whether an authenticated peer may open a stream for the protocol (gossip runs only on router links). */
+  readonly permits: (peerId: string, protocol: string) => boolean
 }
 
 const NOT_AUTHENTICATED = "peer is not authenticated"
 
-/** Wraps one handler: an authenticated peer goes straight through, others wait for their handshake or are cut off. */
-const guarded = (guard: StreamGuard, handler: StreamHandler): StreamHandler => {
+const NOT_PERMITTED = "protocol not offered to this peer"
+
+/**
+ * Wraps one handler: an authenticated peer goes straight through (if the protocol is permitted to it), others wait
+ * for their handshake or are cut off.
+ */
+const guarded = (guard: StreamGuard, protocol: string, handler: StreamHandler): StreamHandler => {
+  const pass = (stream: Stream, connection: Connection, peer: string) => {
+    if (guard.permits(peer, protocol)) return handler(stream, connection)
+    stream.abort(new Error(NOT_PERMITTED))
+  }
   return (stream: Stream, connection: Connection) => {
     const peer = connection.remotePeer.toString()
-    if (guard.isAuthenticated(peer)) return handler(stream, connection)
+    if (guard.isAuthenticated(peer)) return pass(stream, connection, peer)
     return guard.awaitAuthenticated(peer).then((ok) => {
-      if (ok) return handler(stream, connection)
+      if (ok) return pass(stream, connection, peer)
       stream.abort(new Error(NOT_AUTHENTICATED))
     })
   }
@@ -135,7 +146,7 @@ export class GateService {
         continue
       }
       if (this.wrappers.has(record.handler)) continue
-      const wrapper = guarded(this.guard, record.handler)
+      const wrapper = guarded(this.guard, protocol, record.handler)
       this.wrappers.add(wrapper)
       void registrar.handle(protocol, wrapper, { ...record.options, force: true }).catch(() => undefined)
     }

@@ -177,4 +177,30 @@ describe("MeshHost gossip", () => {
       }),
     60_000,
   )
+  it.scopedLive("members carry no gossip between themselves: a member's copy would shadow its router's", () =>
+    Effect.gen(function* () {
+      const trust = makeTrust()
+      const router = yield* startPeer({ mode: "router", trust })
+      const [x, v] = yield* Effect.all([startPeer({ mode: "node", trust }), startPeer({ mode: "node", trust })])
+      yield* x.dial(router.address)
+      yield* v.dial(router.address)
+      yield* x.dial(v.address)
+      type Streams = { streamsOutbound: Map<string, unknown>; streamsInbound: Map<string, unknown> }
+      const streams = (peer: typeof x) => peer.libp2p.services.pubsub as unknown as Streams
+      // Gossip with the router is up both ways, and X has identified V (it knows V speaks gossipsub).
+      yield* waitUntil("gossip streams with the router", () =>
+        [x, v].every((peer) => streams(peer).streamsOutbound.has(router.peerId)),
+      )
+      yield* waitUntil("X identified V", async () => {
+        const known = await x.libp2p.peerStore.get(v.libp2p.peerId)
+        return known.protocols.some((protocol) => protocol.startsWith("/meshsub/"))
+      })
+      // Give gossipsub the moment it takes to open a stream to a newly identified peer.
+      yield* Effect.sleep("1 second")
+      // Each side may try; the other refuses the stream, so neither ever reads gossip from the other.
+      expect(streams(x).streamsInbound.has(v.peerId)).toBe(false)
+      expect(streams(v).streamsInbound.has(x.peerId)).toBe(false)
+      expect(streams(x).streamsInbound.has(router.peerId)).toBe(true)
+    }),
+  )
 })

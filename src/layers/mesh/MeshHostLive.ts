@@ -26,7 +26,7 @@ import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Admissions } from "../../p2p/Admissions.js"
 import * as AuthProtocol from "../../p2p/AuthProtocol.js"
 import * as Gate from "../../p2p/Gate.js"
-import { RouterPeering, Topics } from "../../p2p/Gossip.js"
+import { gossipsOver, isGossipProtocol, RouterPeering, Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import * as OptimisticSelect from "../../p2p/OptimisticSelect.js"
@@ -67,6 +67,8 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
     const guard: Gate.StreamGuard = {
       isAuthenticated: (peerId) => admissions.isAuthenticated(peerId),
       awaitAuthenticated,
+      permits: (peerId, protocol) =>
+        !isGossipProtocol(protocol) || gossipsOver(options.mode === "router", admissions.get(peerId)?.role),
     }
     const gater = Gate.connectionGater({
       isBanned: (peerId) => runPromise(Effect.map(options.trust, (trust) => trust.isBanned(peerId))).catch(() => true),
