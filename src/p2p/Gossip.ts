@@ -88,9 +88,9 @@ export class Topics {
 /**
  * Explicit peering (gossipsub's "direct peers") on every link with a router: a router forwards every message to each
  * authenticated member subscribed to its topic, and a member takes every message from its routers, whatever the mesh,
- * its backoffs and scores say. Members hang off routers like leaves; with the mesh alone, a router restart left
- * members pruned (a PRUNE carries a minute of backoff) or scored down for grafting back too soon, and a ban reached
- * them only at their next sync. Links between members stay in the ordinary mesh.
+ * its backoffs and scores say. Members hang off routers like leaves and carry no gossip between themselves
+ * (`gossipsOver`), so a router's mesh of gossipsub's usual 6 to 12 would leave the rest of its members to IHAVE
+ * rounds, and a PRUNE's minute of backoff after a restart could cut one off.
  */
 export class RouterPeering {
   constructor(

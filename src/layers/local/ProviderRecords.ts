@@ -69,8 +69,8 @@ export const layer = Layer.scopedDiscard(
     /**
      * Sends the record to the closest DHT servers; fails unless every router we are linked to took it (past the DHT's
      * K routers, K of them): every router should hold it. A linked router that did not take it is put into the DHT's
-     * routing table again before the retry: kad's query reaches a router only from our table, or when another router
-     * names it as closer to the key than we are, which for half the keys it is not.
+     * routing table again before the retry: kad's query starts from that table, and a router missing from it is
+     * reached only if another router names it among the peers closer to the key.
      */
     const provide = (cid: CID) =>
       Effect.gen(function* () {
