@@ -66,4 +66,27 @@ describe("RouterLinks", () => {
       expect(Option.map(ups, (chunk) => [...chunk])).toEqual(Option.some([R1]))
     }),
   )
+  it.live("asks the control plane for routers when it knows none: a member can join before the first router", () =>
+    Effect.gen(function* () {
+      const synced = yield* Deferred.make<void>()
+      const host = MeshHost.of({
+        peerId: "12D3KooWThisNode",
+        addresses: Effect.succeed([]),
+        peers: Effect.succeed([]),
+        nextChange: Effect.never,
+      } as unknown as MeshHostService)
+      const membership = Membership.of({
+        routers: Effect.succeed([]),
+        sync: Deferred.succeed(synced, undefined),
+      } as unknown as Membership["Type"])
+      const layer = RouterLinksLive.layer({ relay: true }).pipe(
+        Layer.provide(Layer.mergeAll(Layer.succeed(MeshHost, host), Layer.succeed(Membership, membership))),
+      )
+      const asked = yield* Effect.gen(function* () {
+        yield* RouterLinks
+        return yield* Deferred.await(synced).pipe(Effect.timeout("5 seconds"), Effect.option)
+      }).pipe(Effect.provide(layer), Effect.scoped)
+      expect(Option.isSome(asked)).toBe(true)
+    }),
+  )
 })

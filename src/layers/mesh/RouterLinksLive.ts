@@ -4,8 +4,8 @@
  * doubling backoff, jittered and capped at a few seconds: a router back from a restart must see its members again
  * within seconds, not at the end of a long backoff. Once connected a node asks it for a relay slot. Each link that
  * comes up is announced on `linkUps` and makes the member re-read /info at once (bans, keys and routers it may have
- * missed while apart). When no router can be reached the router list itself may be stale (a router moved), so /info
- * is re-read, at most every RESYNC_EVERY.
+ * missed while apart). When no router can be reached the router list itself may be stale (a router moved, or none
+ * was leased yet when this member joined), so /info is re-read, at most every RESYNC_EVERY.
  */
 import { Clock, Duration, Effect, Layer, Option, PubSub, Random, Ref, Stream, SubscriptionRef } from "effect"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
@@ -177,7 +177,7 @@ export const make = (options: Options) =>
         yield* Effect.logInfo(anyUp ? "connected to the mesh" : "not connected to the mesh")
       }
       if (cameUp.length > 0) yield* Effect.forkScoped(resync(now, 1_000))
-      else if (!anyUp && listed.length > 0) yield* resync(now, RESYNC_EVERY_MS)
+      else if (!anyUp) yield* resync(now, RESYNC_EVERY_MS)
     })
 
     yield* tick.pipe(
