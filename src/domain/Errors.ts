@@ -84,9 +84,22 @@ export class NotImplemented extends Schema.TaggedError<NotImplemented>()(
   HttpApiSchema.annotations({ status: 501 }),
 ) {}
 
-/** The peer or backend a node forwards to could not be reached or did not answer properly. */
+/**
+ * The peer or backend a node forwards to could not be reached or did not answer properly. `delivered`: the request
+ * had gone out when it failed, so it may have run (a caller must not repeat what is not idempotent); not on the wire.
+ */
 export class BadGateway extends Schema.TaggedError<BadGateway>()(
   "BadGateway",
+  { message: Schema.String, delivered: Schema.optional(Schema.Boolean) },
+  HttpApiSchema.annotations({ status: 502 }),
+) {}
+
+/**
+ * The service behind a node refused the connection or could not be found: the request never reached it, so a caller
+ * may send it again (unlike a BadGateway, after which it may have run).
+ */
+export class BackendUnreachable extends Schema.TaggedError<BackendUnreachable>()(
+  "BackendUnreachable",
   { message: Schema.String },
   HttpApiSchema.annotations({ status: 502 }),
 ) {}
@@ -134,6 +147,7 @@ export const ApiErrors = [
   RateLimited,
   NotImplemented,
   BadGateway,
+  BackendUnreachable,
   Unavailable,
   ModelNotFound,
   NoEligibleProvider,
@@ -154,6 +168,7 @@ export type ApiError =
   | RateLimited
   | NotImplemented
   | BadGateway
+  | BackendUnreachable
   | Unavailable
   | ModelNotFound
   | NoEligibleProvider

@@ -76,6 +76,8 @@ const MeshLive = Layer.scoped(
           service("inference", "stream", backend.url),
           service("a2a", "agent", `${backend.url}/a2a`),
           service("mcp", "hidden", backend.url),
+          // Nothing listens on port 1: every connection is refused.
+          service("inference", "refusing", "http://127.0.0.1:1"),
           { name: "local", type: "mcp", description: "", command: ["true"], env: {} },
         ],
       },
@@ -462,6 +464,16 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       const unreachable = yield* call(a.url, `/mesh/${nobody}/mcp/everything`, { headers: token(a) })
       expect(unreachable.status).toBe(502)
       expect(errorOf(unreachable).error).toBe("bad_gateway")
+    }),
+  )
+
+  it.effect("a backend that refuses the connection is 502 backend_unreachable: the request never reached it", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const answer = yield* call(a.url, `/mesh/${bId}/inference/refusing/v1/models`, { headers: token(a) })
+      expect(answer.status).toBe(502)
+      expect(errorOf(answer)).toMatchObject({ error: "backend_unreachable" })
+      expect(errorOf(answer).message).toContain("ECONNREFUSED")
     }),
   )
 

@@ -47,7 +47,7 @@ interface Slot {
   readonly busy: number
 }
 
-/** PeerProxy refused or failed before the request reached the peer's service; carried through the SDK as is. */
+/** PeerProxy refused or failed (before the request went out, or after: `delivered`); carried through the SDK as is. */
 class ProxyFailure extends Error {
   constructor(readonly failure: ProxyError) {
     super(failure.message)
@@ -64,6 +64,19 @@ const fail = (reason: PeerMcpError["reason"], message: string) => new PeerMcpErr
 const shorten = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, 300)
 
 /** The readable part of an HTTP error the SDK reports: the mesh error body's message, or a JSON-RPC error's. */
+/** The stable error code of a node's error body (`{"error": "...", ...}`), if the answer carried one. */
+const bodyCode = (error: StreamableHTTPError): string | undefined => {
+  const text = error.message
+  const start = text.indexOf("{")
+  if (start === -1) return undefined
+  try {
+    const code = (JSON.parse(text.slice(start)) as { error?: unknown }).error
+    return typeof code === "string" ? code : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const bodyMessage = (error: StreamableHTTPError): string => {
   const text = error.message
   const start = text.indexOf("{")
@@ -79,6 +92,10 @@ const bodyMessage = (error: StreamableHTTPError): string => {
   return shorten(text.replace(/^Streamable HTTP error: /, ""))
 }
 
+/** A call that failed after it was sent: not "unreachable", which callers retry; it may have run once already. */
+const mayHaveRun = (message: string): PeerMcpError =>
+  fail("failed", `${message} (the call was sent and may have run; it was not repeated)`)
+
 /**
  * What went wrong, as a PeerMcpError; `Gone` when a session we had is unknown at the serving side (a 404: the request
  * was turned away before it ran). `replayable`: the exchange may be made again after it was sent (a listing); a tool
@@ -88,16 +105,20 @@ const classify = (error: unknown, established: boolean, replayable = true): Peer
   if (error instanceof TooLarge) return fail("failed", error.message)
   if (error instanceof ProxyFailure) {
     const failure = error.failure
-    return failure._tag === "Forbidden"
-      ? fail("refused", failure.message)
-      : failure._tag === "BadGateway"
-        ? fail("unreachable", failure.message)
-        : fail("failed", failure.message)
+    if (failure._tag === "Forbidden") return fail("refused", failure.message)
+    if (failure._tag !== "BadGateway") return fail("failed", failure.message)
+    return failure.delivered === true && !replayable
+      ? mayHaveRun(failure.message)
+      : fail("unreachable", failure.message)
   }
   if (error instanceof StreamableHTTPError) {
     const message = bodyMessage(error)
     if (error.code === 404) return established ? new Gone() : fail("not_found", message)
     if (error.code === 403) return fail("refused", message)
+    // The serving node's 502 and 504 come after its backend had the request (it may have run), unless it says the
+    // backend was never reached; 503 turns it away.
+    const reached = error.code === 504 || (error.code === 502 && bodyCode(error) !== "backend_unreachable")
+    if (reached && !replayable) return mayHaveRun(message)
     if (error.code === 502 || error.code === 503 || error.code === 504) return fail("unreachable", message)
     return fail("failed", (error.code ?? 0) > 0 ? `HTTP ${error.code}: ${message}` : message)
   }

@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { Deferred, Duration, Effect, Exit, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
-import { type ApiError, BadGateway } from "../../domain/Errors.js"
+import { type ApiError, BackendUnreachable, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
@@ -49,6 +49,11 @@ const describe = (error: Error): string => {
   const code = (error as { code?: unknown }).code
   return typeof code === "string" ? code : error.message.slice(0, 200)
 }
+
+/** Connection failures that leave no doubt the backend never saw the request (a reset or hang-up leaves some). */
+const NEVER_REACHED = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
+
+const neverReached = (error: Error): boolean => NEVER_REACHED.has(String((error as { code?: unknown }).code))
 
 /** Sends a whole (rewritten) body with its own length; the original length and encoding no longer apply. */
 const sendWhole = (res: ServerResponse, upstream: IncomingMessage, body: Buffer): void => {
@@ -191,12 +196,8 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
           // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
           req.unpipe(outgoing)
           req.resume()
-          writeError(
-            res,
-            new BadGateway({
-              message: `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`,
-            }),
-          )
+          const message = `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`
+          writeError(res, neverReached(error) ? new BackendUnreachable({ message }) : new BadGateway({ message }))
         }
         outgoing.once("error", onError)
         // The peer went away (stream reset or closed) before the answer ended: so does the backend request.

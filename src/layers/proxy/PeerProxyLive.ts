@@ -185,16 +185,18 @@ export const layer = Layer.effect(
           socket.abort(new Error(tooLarge(request.peerId)))
         }
         socket.on("data", count)
+        // A refused protocol means the request reached no handler; past that it was sent and may have run.
         const failed = (error: Error) =>
           resume(
             Effect.fail(
-              new BadGateway({
-                message: overflowed
-                  ? tooLarge(request.peerId)
-                  : error instanceof ProtocolRefused
-                    ? `peer ${request.peerId} is unreachable: stream refused: ${error.message}`
-                    : `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}`,
-              }),
+              error instanceof ProtocolRefused && !overflowed
+                ? new BadGateway({ message: `peer ${request.peerId} is unreachable: stream refused: ${error.message}` })
+                : new BadGateway({
+                    message: overflowed
+                      ? tooLarge(request.peerId)
+                      : `peer ${request.peerId} did not answer: ${error.message.slice(0, 200)}`,
+                    delivered: true,
+                  }),
             ),
           )
         const target = `/${request.type}/${request.name}${request.path}${request.query.length > 0 ? `?${request.query}` : ""}`

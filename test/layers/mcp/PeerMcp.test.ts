@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
+import { BadGateway } from "../../../src/domain/Errors.js"
 import * as PeerMcpLive from "../../../src/layers/mcp/PeerMcpLive.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../../src/services/agents/CurrentAgent.js"
 import { PeerMcp } from "../../../src/services/mcp/PeerMcp.js"
@@ -27,12 +28,19 @@ const agentOf = (name: string, token: string): Agent => ({
   token: Redacted.make(token),
 })
 
+/**
+ * How the path fails a tool call: the stream refused before it went out; the answer lost after the backend had it;
+ * or the serving node answers the status itself.
+ */
+type Fault = "refused" | "lost" | "backend down" | 502 | 503 | 504
+
 /** The proxy path to the backend of each service: the caller as `X-Mesh-Peer-Id`, with the agent's token if any. */
 const proxyTo = (
   backends: Ref.Ref<ReadonlyMap<string, string>>,
   seen: Ref.Ref<ReadonlyArray<Seen>>,
   /** Initialized notifications wait for this before they go on (true), or are answered 500 without reaching it. */
   announce: Deferred.Deferred<boolean>,
+  faults: Ref.Ref<Fault | undefined>,
 ) =>
   PeerProxy.of({
     forward: () => Effect.dieMessage("not used"),
@@ -53,11 +61,21 @@ const proxyTo = (
         if (body?.includes('"notifications/initialized"') === true && !(yield* Deferred.await(announce))) {
           return new Response("the stand-in refused it", { status: 500 })
         }
+        const fault = body?.includes('"tools/call"') === true ? yield* Ref.get(faults) : undefined
+        if (fault === "refused") return yield* new BadGateway({ message: "peer peer-b is unreachable: stream refused" })
+        if (typeof fault === "number") return new Response("the serving node's own answer", { status: fault })
+        if (fault === "backend down") {
+          const error = { error: "backend_unreachable", message: "the mcp service tools did not answer: ECONNREFUSED" }
+          return new Response(JSON.stringify(error), { status: 502, headers: { "content-type": "application/json" } })
+        }
         const principal = agent === undefined ? peerId : `${peerId}/${Redacted.value(agent.token)}`
         headers.set("x-mesh-peer-id", principal)
         if (agent !== undefined) headers.set(TOKEN_HEADER, Redacted.value(agent.token))
         const url = (yield* Ref.get(backends)).get(name) ?? ""
-        return yield* Effect.promise(() => fetch(`${url}/mcp`, { ...rest, headers }))
+        const answer = yield* Effect.promise(() => fetch(`${url}/mcp`, { ...rest, headers }))
+        if (fault !== "lost") return answer
+        yield* Effect.promise(() => answer.arrayBuffer())
+        return yield* new BadGateway({ message: "peer peer-b did not answer: stream reset", delivered: true })
       }),
   })
 
@@ -68,14 +86,23 @@ const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pas
     const backends = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
     const seen = yield* Ref.make<ReadonlyArray<Seen>>([])
     const announce = yield* Deferred.make<boolean>()
+    const faults = yield* Ref.make<Fault | undefined>(undefined)
     if (initialized !== "hold") yield* Deferred.succeed(announce, initialized === "pass")
     const context = yield* Layer.build(
-      PeerMcpLive.layerWith(limits).pipe(Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce)))),
+      PeerMcpLive.layerWith(limits).pipe(
+        Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce, faults))),
+      ),
     )
     const peerMcp = Context.get(context, PeerMcp)
     const serve = (service: string, backend: Backends.Backend) =>
       Ref.update(backends, (map) => new Map(map).set(service, backend.url))
-    return { peerMcp, serve, seen: Ref.get(seen), announce: Deferred.succeed(announce, true) }
+    return {
+      peerMcp,
+      serve,
+      seen: Ref.get(seen),
+      announce: Deferred.succeed(announce, true),
+      fail: (fault: Fault | undefined) => Ref.set(faults, fault),
+    }
   })
 
 const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
@@ -144,6 +171,30 @@ describe("PeerMcp", () => {
       expect(ended(yield* seen)).toBe(false)
       yield* TestClock.adjust(Duration.minutes(11))
       expect(ended(yield* until(seen, ended))).toBe(true)
+    }),
+  )
+
+  it.scoped("a tool call that failed after it went out is not called unreachable, which callers retry", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, fail } = yield* setup()
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "open")).toBe("open")
+      const reason = (fault: Fault) =>
+        fail(fault).pipe(
+          Effect.zipRight(Effect.flip(echo(peerMcp, "tools", String(fault)))),
+          Effect.map((error) => [fault, error.reason, error.message.includes("may have run")] as const),
+        )
+      // Sent and lost, or answered by the serving node after its backend had it: it may have run.
+      expect(yield* reason("lost")).toEqual(["lost", "failed", true])
+      expect(yield* reason(502)).toEqual([502, "failed", true])
+      expect(yield* reason(504)).toEqual([504, "failed", true])
+      // Turned away before it reached anything: safe to make again.
+      expect(yield* reason("refused")).toEqual(["refused", "unreachable", false])
+      expect(yield* reason(503)).toEqual([503, "unreachable", false])
+      expect(yield* reason("backend down")).toEqual(["backend down", "unreachable", false])
+      yield* fail(undefined)
+      expect(yield* echo(peerMcp, "tools", "after")).toBe("after")
     }),
   )
 
