@@ -8,7 +8,7 @@ import { type CircuitRelayService, circuitRelayServer, circuitRelayTransport } f
 import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
 import { type GossipSub, gossipsub, StrictSign } from "@libp2p/gossipsub"
 import { type Identify, identify } from "@libp2p/identify"
-import type { ConnectionGater, Libp2p } from "@libp2p/interface"
+import type { ConnectionGater, Libp2p, PeerInfo } from "@libp2p/interface"
 import { type KadDHT, kadDHT, passthroughMapper } from "@libp2p/kad-dht"
 import { type Ping, ping } from "@libp2p/ping"
 import { tcp } from "@libp2p/tcp"
@@ -63,7 +63,21 @@ export interface HostConfig {
   readonly mode: "router" | "node"
   readonly gater: ConnectionGater
   readonly guard: StreamGuard
+  /** Nodes only: whether a peer is a router (a DHT server); no other peer enters the node's DHT routing table. */
+  readonly isDhtServer?: (peerId: string) => boolean
 }
+
+/**
+ * A node's view of the peers its DHT hears of. kad-dht puts every peer named in an answer (each provider, each closer
+ * peer) into the asker's routing table; here those are mostly other nodes, which serve no DHT. Past K of them a
+ * query for some keys starts from nodes only and finds nothing although a router holds the record. A peer that is
+ * not a router keeps its addresses out of the table (kad-dht skips a peer without addresses). Routers map nothing:
+ * their mapper also shapes the providers they name.
+ */
+const routersOnly =
+  (isDhtServer: (peerId: string) => boolean) =>
+  (peer: PeerInfo): PeerInfo =>
+    isDhtServer(peer.id.toString()) ? peer : { id: peer.id, multiaddrs: [] }
 
 /** Creates the host, not started: the caller attaches its listeners first so that no connection goes unseen. */
 export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
@@ -101,7 +115,8 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         clientMode: !router,
         // Every peer the DHT can hear from is authenticated, and a private mesh has private and loopback
         // addresses worth sharing; the default mapper would drop them.
-        peerInfoMapper: passthroughMapper,
+        peerInfoMapper:
+          router || config.isDhtServer === undefined ? passthroughMapper : routersOnly(config.isDhtServer),
         // kad-dht expires others' provider records in its reprovider's sweep, not when it answers GET_PROVIDERS.
         ...(router ? { reprovide: { validity: PROVIDER_VALIDITY_MS, interval: PROVIDER_CLEANUP_MS } } : {}),
       }),

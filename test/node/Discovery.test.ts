@@ -4,6 +4,7 @@ import type * as NodeFile from "../../src/domain/NodeFile.js"
 import type { ServiceType } from "../../src/domain/ServiceType.js"
 import { Discovery } from "../../src/services/discovery/Discovery.js"
 import { LocalServices } from "../../src/services/local/LocalServices.js"
+import { MeshHost } from "../../src/services/mesh/MeshHost.js"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
@@ -230,6 +231,39 @@ describe("publication and discovery", () => {
             Option.some(["published", ["tiny-1"]]),
           )
           yield* eventually(10, reported, (names) => names.join() === "late,up")
+        }),
+      ),
+    120_000,
+  )
+
+  it.live(
+    "a node's DHT routing table holds routers only, though every answer names other nodes as providers",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const cp = yield* Harness.make({ autoApproveEnrollment: true })
+          const router = yield* RouterHarness.make(cp)
+          const tools = yield* Backends.mcp(["echo"])
+          const shared = file([service("mcp", "shared", `${tools.url}/mcp`)])
+          const a = yield* started(cp)
+          yield* started(cp, { file: shared })
+          yield* started(cp, { file: shared })
+          yield* eventually(30, discover(a.node, "type=mcp&name=shared"), (rows) => rows.length === 2)
+          yield* eventually(30, discover(a.node, "type=mcp"), (rows) => rows.length === 2)
+          // Providers named in an answer would enter the table: past K of them, a query for some keys would start
+          // from nodes (which serve no DHT) only, and find nothing a router holds.
+          const table = Effect.map(member(a.node), (context) =>
+            (
+              Context.get(context, MeshHost).libp2p.services.dht as unknown as {
+                routingTable: { closestPeers(key: Uint8Array, o: { count: number }): Array<{ toString(): string }> }
+              }
+            ).routingTable
+              .closestPeers(new Uint8Array(32), { count: 100 })
+              .map(String),
+          )
+          // kad-dht adds peers from a queue: give it the moment it takes.
+          yield* Effect.sleep("1 second")
+          expect(yield* table).toEqual([router.peerId])
         }),
       ),
     120_000,

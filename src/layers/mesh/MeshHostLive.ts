@@ -84,6 +84,8 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           mode: options.mode,
           gater,
           guard,
+          // A router is known by the role its credential proved in the handshake.
+          isDhtServer: (peer) => admissions.get(peer)?.role === ROUTER_ROLE,
           ...(options.announce === undefined ? {} : { announce: options.announce }),
         }),
       catch: (error) => new MeshStartError({ reason: describe(error) }),
