@@ -21,8 +21,8 @@ import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
 import { added, addedText, ms, percentile } from "./lib/stats.js"
 
-const WARMUP = 200
-const SAMPLES = 1000
+const WARMUP = 150
+const SAMPLES = 800
 const STREAM_SAMPLES = 300
 
 const body = (model: string, stream: boolean) =>

@@ -23,7 +23,7 @@ import { addedText, ms, percentile } from "./lib/stats.js"
 
 const TEXT = "x".repeat(64)
 const WARMUP = 100
-const SAMPLES = 600
+const SAMPLES = 500
 
 const timed = async (work: () => Promise<boolean>): Promise<number> => {
   const started = performance.now()

@@ -25,11 +25,11 @@ import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
 import { added, addedText, mibps, ms, percentile } from "./lib/stats.js"
 
-const WARMUP = 200
-const SAMPLES = 1000
+const WARMUP = 150
+const SAMPLES = 800
 const LARGE = 1024 * 1024
 const LARGE_WARMUP = 6
-const LARGE_REQUESTS = 48
+const LARGE_REQUESTS = 40
 
 /** One HTTP exchange over a keep-alive agent (to a node's socket when `socketPath` is set): status and bytes read. */
 const exchange = (

@@ -15,7 +15,6 @@ import { Duration, Effect, type Scope } from "effect"
 import * as Local from "../../test/scale/LocalApi.js"
 import { poll } from "../../test/scale/Requests.js"
 import * as Topology from "../../test/scale/Topology.js"
-import { freePort } from "./processes.js"
 
 export interface Options {
   /** mesh-node.yaml service entries (`  - { name: …, type: …, target_url: … }`) of A, and of B. */
@@ -72,19 +71,17 @@ export const make = (options: Options): Effect.Effect<MeshNodes, unknown, Scope.
     )
     const cp = yield* Topology.controlPlane({ folder })
     yield* Topology.router(cp, folder, "router")
-    // An address nobody listens on: what C and D tell the mesh instead of their own.
-    const nowhere = async () => ["--external-addr", `/ip4/127.0.0.1/tcp/${await freePort()}`]
-    const hidden = async (name: string, services?: ReadonlyArray<string>) => ({
+    // What C and D tell the mesh instead of their own address: port 1 on loopback, where nothing listens (a port
+    // freed for the purpose could be given to one of the nodes' own listeners).
+    const hidden = (name: string, services?: ReadonlyArray<string>) => ({
       name,
       config: config(services),
-      extraArgs: await nowhere(),
+      extraArgs: ["--external-addr", "/ip4/127.0.0.1/tcp/1"],
     })
     const specs = [
       { name: "a", config: config(options.a, options.federateOnA), extraArgs: [] as Array<string> },
       { name: "b", config: config(options.b), extraArgs: [] as Array<string> },
-      ...(options.relayed === true
-        ? [yield* Effect.promise(() => hidden("c")), yield* Effect.promise(() => hidden("d", options.b))]
-        : []),
+      ...(options.relayed === true ? [hidden("c"), hidden("d", options.b)] : []),
     ]
     const nodes = yield* Effect.all(
       specs.map((spec) => Topology.node(cp, folder, spec.name, { config: spec.config, extraArgs: spec.extraArgs })),
