@@ -1,35 +1,41 @@
 /**
- * Inference routing, in one run. Node A publishes provider `local-llm` (model `local-model`), node B `remote-llm`
- * (model `remote-model`), each an OpenAI-compatible child process. Interleaved one by one, so load from elsewhere
- * hits all alike: a small non-streaming chat completion through A's `/v1/chat/completions` to its own provider and
- * to B's, the same call straight to each provider, and a bare stream open + 1 KiB echo between A and B; then the
- * time to the first chunk of a streamed completion, through A and straight to the provider, for both. A and B talk
- * over one direct connection, and both nodes share this process: both ends of every stream are paid for on one
- * event loop, so the remote figures are a floor for two machines.
+ * Inference routing, every party in a process of its own (bench/lib/meshNodes.ts: control plane, router, nodes A
+ * and B as `mesh-node run`; the providers; a bench peer for the baselines, bench/lib/benchPeers.ts). Node A
+ * publishes provider `local-llm` (model `local-model`), node B `remote-llm` (model `remote-model`), each an
+ * OpenAI-compatible child process. Interleaved one by one, so load from elsewhere hits all alike: a small
+ * non-streaming chat completion through A's `/v1/chat/completions` (over A's socket) to its own provider and to
+ * B's, the same call straight to each provider, a bare stream open + 1 KiB echo to a bench peer (the goal's
+ * baseline), and the remote call written as HTTP straight onto a stream to a bench peer that pipes it to B's
+ * provider (what routing to a peer could cost at best); then the time to the first chunk of a streamed completion,
+ * through A and straight to the provider, for both. "p99 added" is the p99 of per-pair differences (each sample
+ * through the node minus the direct sample taken next to it).
  */
 import { Agent, request } from "node:http"
 import { performance } from "node:perf_hooks"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Logger, LogLevel } from "effect"
+import * as Local from "../test/scale/LocalApi.js"
+import * as BenchPeers from "./lib/benchPeers.js"
 import { goals } from "./lib/goals.js"
+import * as MeshNodes from "./lib/meshNodes.js"
 import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
-import * as TwoNodes from "./lib/twoNodes.js"
+import { added, addedText, ms, percentile } from "./lib/stats.js"
 
-const WARMUP = 300
-const SAMPLES = 2000
-const STREAM_SAMPLES = 500
+const WARMUP = 150
+const SAMPLES = 800
+const STREAM_SAMPLES = 300
 
 const body = (model: string, stream: boolean) =>
   Buffer.from(JSON.stringify({ model, messages: [{ role: "user", content: "Say hello." }], stream }))
 
 /**
- * One POST over a keep-alive agent; resolves with the ms to the first body byte and to the end, once the answer
- * has been read through.
+ * One POST over a keep-alive agent (to a node's socket when `socketPath` is set); resolves with the ms to the first
+ * body byte and to the end, once the answer has been read through.
  */
 const post = (
   agent: Agent,
   url: string,
-  headers: Record<string, string>,
+  socketPath: string | undefined,
   payload: Buffer,
 ): Promise<{ first: number; total: number; provider: string | undefined; overhead: number }> =>
   new Promise((resolve, reject) => {
@@ -40,7 +46,8 @@ const post = (
       {
         agent,
         method: "POST",
-        headers: { ...headers, "content-type": "application/json", "content-length": String(payload.length) },
+        ...(socketPath === undefined ? {} : { socketPath }),
+        headers: { "content-type": "application/json", "content-length": String(payload.length) },
       },
       (res) => {
         if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`))
@@ -63,130 +70,126 @@ const post = (
     req.end(payload)
   })
 
-export const run = async (): Promise<ReadonlyArray<Entry>> => {
-  const [localPort, remotePort] = [await freePort(), await freePort()]
-  const localUrl = `http://127.0.0.1:${localPort}`
-  const remoteUrl = `http://127.0.0.1:${remotePort}`
-  const providers = [
-    await start("bench/servers/openai.ts", [String(localPort), "local-model"], `${localUrl}/v1/models`),
-    await start("bench/servers/openai.ts", [String(remotePort), "remote-model"], `${remoteUrl}/v1/models`),
-  ]
-  const scope = Effect.runSync(Scope.make())
-  try {
-    const service = (name: string, url: string) => ({
-      name,
-      type: "inference" as const,
-      description: "",
-      target_url: url,
-      env: {},
-    })
-    const mesh = await TwoNodes.make(scope, {
-      a: [service("local-llm", localUrl)],
-      b: [service("remote-llm", remoteUrl)],
-    })
-    const token = { authorization: `Bearer ${mesh.a.apiToken}` }
+const measure = (urls: { readonly local: string; readonly remote: string; readonly remotePort: number }) =>
+  Effect.gen(function* () {
+    const [mesh, peers] = yield* Effect.all(
+      [
+        MeshNodes.make({
+          a: [MeshNodes.service("inference", "local-llm", urls.local)],
+          b: [MeshNodes.service("inference", "remote-llm", urls.remote)],
+          discover: [["inference", "remote-llm"]],
+        }),
+        BenchPeers.make(urls.remotePort),
+      ],
+      { concurrency: "unbounded" },
+    )
+    const a = mesh.direct
     // Both models must be known to A before measuring (publication and discovery take a moment).
     const deadline = performance.now() + 60_000
     for (;;) {
-      const listed = await fetch(`${mesh.a.url}/v1/models`, { headers: token }).then((r) => r.json())
-      const ids = (listed as { data?: Array<{ id: string }> }).data?.map((m) => m.id) ?? []
+      const listed = yield* Effect.promise(() =>
+        a.fetch(`${Local.BASE}/v1/models`).then((r) => r.json() as Promise<{ data?: Array<{ id: string }> }>),
+      )
+      const ids = listed.data?.map((m) => m.id) ?? []
       if (ids.includes("local-model") && ids.includes("remote-model")) break
-      if (performance.now() > deadline) throw new Error("the models never showed up on node A")
-      await new Promise((resolve) => setTimeout(resolve, 200))
+      if (performance.now() > deadline) return yield* Effect.dieMessage("the models never showed up on node A")
+      yield* Effect.sleep("200 millis")
     }
 
     const agents = {
       node: new Agent({ keepAlive: true, maxSockets: 1 }),
       direct: new Agent({ keepAlive: true, maxSockets: 1 }),
     }
-    const through = `${mesh.a.url}/v1/chat/completions`
+    yield* Effect.addFinalizer(() => Effect.sync(() => [agents.node, agents.direct].forEach((x) => x.destroy())))
+    const through = `${Local.BASE}/v1/chat/completions`
+    const socket = a.from.socketPath
     const calls = {
-      localNode: (stream: boolean) => post(agents.node, through, token, body("local-model", stream)),
+      localNode: (stream: boolean) => post(agents.node, through, socket, body("local-model", stream)),
       localDirect: (stream: boolean) =>
-        post(agents.direct, `${localUrl}/v1/chat/completions`, {}, body("local-model", stream)),
-      remoteNode: (stream: boolean) => post(agents.node, through, token, body("remote-model", stream)),
+        post(agents.direct, `${urls.local}/v1/chat/completions`, undefined, body("local-model", stream)),
+      remoteNode: (stream: boolean) => post(agents.node, through, socket, body("remote-model", stream)),
       remoteDirect: (stream: boolean) =>
-        post(agents.direct, `${remoteUrl}/v1/chat/completions`, {}, body("remote-model", stream)),
+        post(agents.direct, `${urls.remote}/v1/chat/completions`, undefined, body("remote-model", stream)),
     }
-    const check = await calls.remoteNode(false)
-    if (check.provider !== mesh.bId) throw new Error("remote-model was not served by node B")
-    if ((await calls.localNode(false)).provider !== mesh.aId) throw new Error("local-model was not served by node A")
-
-    for (let i = 0; i < WARMUP; i++) {
-      await calls.localNode(false)
-      await calls.localDirect(false)
-      await calls.remoteNode(false)
-      await calls.remoteDirect(false)
-      await TwoNodes.echo(mesh)
+    const remoteBody = body("remote-model", false)
+    const rounds = {
+      localNode: async () => {
+        const answer = await calls.localNode(false)
+        if (answer.provider !== a.fromId) throw new Error("local-model was not served by node A")
+        return answer
+      },
+      localDirect: () => calls.localDirect(false),
+      remoteNode: async () => {
+        const answer = await calls.remoteNode(false)
+        if (answer.provider !== a.toId) throw new Error("remote-model was not served by node B")
+        return answer
+      },
+      remoteDirect: () => calls.remoteDirect(false),
+      stream: async () => ({ total: await BenchPeers.echo(peers.direct), overhead: Number.NaN }),
+      http: async () => ({
+        total: await BenchPeers.http(peers.host, peers.direct, "/v1/chat/completions", remoteBody),
+        overhead: Number.NaN,
+      }),
     }
-    const samples = {
-      localNode: [] as Array<number>,
-      localDirect: [] as Array<number>,
-      remoteNode: [] as Array<number>,
-      remoteDirect: [] as Array<number>,
-      stream: [] as Array<number>,
-    }
+    type Kind = keyof typeof rounds
+    const kinds = Object.keys(rounds) as Array<Kind>
+    const samples = Object.fromEntries(kinds.map((k) => [k, [] as Array<number>])) as Record<Kind, Array<number>>
     // What the node says it added (X-Mesh-Overhead-Ms), against what the client saw.
-    const reported = { local: [] as Array<number>, remote: [] as Array<number> }
-    for (let i = 0; i < SAMPLES; i++) {
-      const local = await calls.localNode(false)
-      samples.localNode.push(local.total)
-      reported.local.push(local.overhead)
-      samples.localDirect.push((await calls.localDirect(false)).total)
-      const remote = await calls.remoteNode(false)
-      samples.remoteNode.push(remote.total)
-      reported.remote.push(remote.overhead)
-      samples.remoteDirect.push((await calls.remoteDirect(false)).total)
-      samples.stream.push(await TwoNodes.echo(mesh))
-    }
+    const reported = { localNode: [] as Array<number>, remoteNode: [] as Array<number> }
+    yield* Effect.promise(async () => {
+      for (let i = 0; i < WARMUP + SAMPLES; i++) {
+        for (const kind of kinds) {
+          const answer = await rounds[kind]()
+          if (i < WARMUP) continue
+          samples[kind].push(answer.total)
+          if (kind === "localNode" || kind === "remoteNode") reported[kind].push(answer.overhead)
+        }
+      }
+    })
     const ttfc = {
       localNode: [] as Array<number>,
       localDirect: [] as Array<number>,
       remoteNode: [] as Array<number>,
       remoteDirect: [] as Array<number>,
     }
-    for (let i = 0; i < STREAM_SAMPLES; i++) {
-      ttfc.localNode.push((await calls.localNode(true)).first)
-      ttfc.localDirect.push((await calls.localDirect(true)).first)
-      ttfc.remoteNode.push((await calls.remoteNode(true)).first)
-      ttfc.remoteDirect.push((await calls.remoteDirect(true)).first)
-    }
-    mesh.checkConnection()
-    agents.node.destroy()
-    agents.direct.destroy()
+    yield* Effect.promise(async () => {
+      for (let i = 0; i < STREAM_SAMPLES; i++) {
+        for (const kind of ["localNode", "localDirect", "remoteNode", "remoteDirect"] as const) {
+          ttfc[kind].push((await calls[kind](true)).first)
+        }
+      }
+    })
+    const paths = yield* a.check("direct")
+    peers.direct.check()
 
-    const p50 = (xs: ReadonlyArray<number>) => TwoNodes.percentile(xs, 0.5)
-    const p99 = (xs: ReadonlyArray<number>) => TwoNodes.percentile(xs, 0.99)
+    const p50 = (xs: ReadonlyArray<number>) => percentile(xs, 0.5)
     const stream50 = p50(samples.stream)
-    const added = {
-      local50: p50(samples.localNode) - p50(samples.localDirect),
-      local99: p99(samples.localNode) - p99(samples.localDirect),
-      remote50: p50(samples.remoteNode) - p50(samples.remoteDirect),
-      remote99: p99(samples.remoteNode) - p99(samples.remoteDirect),
-    }
-    const interleaved = `${SAMPLES} of each, interleaved`
+    const local50 = p50(samples.localNode) - p50(samples.localDirect)
+    const remote50 = p50(samples.remoteNode) - p50(samples.remoteDirect)
+    const httpAdded = added(samples.http, samples.remoteDirect)
+    const interleaved = `${SAMPLES} of each, interleaved, after ${WARMUP}`
     return [
       {
         name: "inference overhead, local provider (node p50 - direct p50)",
-        figure: added.local50,
+        figure: local50,
         unit: "ms",
         baselineName: "direct p50",
         baseline: p50(samples.localDirect),
         ratio: p50(samples.localNode) / p50(samples.localDirect),
         goal: `<= ${goals.inference.localAddedMs} ms added`,
-        met: added.local50 <= goals.inference.localAddedMs,
-        notes: `${interleaved}; p99 added ${added.local99.toFixed(3)} ms; through the node ${TwoNodes.ms(samples.localNode)}; direct ${TwoNodes.ms(samples.localDirect)}; X-Mesh-Overhead-Ms ${TwoNodes.ms(reported.local)}`,
+        met: local50 <= goals.inference.localAddedMs,
+        notes: `${interleaved}; ${addedText(samples.localNode, samples.localDirect)}; through A's socket ${ms(samples.localNode)}; direct ${ms(samples.localDirect)}; X-Mesh-Overhead-Ms ${ms(reported.localNode)}`,
       },
       {
         name: "inference overhead, remote provider (node p50 - direct p50)",
-        figure: added.remote50,
+        figure: remote50,
         unit: "ms",
         baselineName: "stream open + 1 KiB echo p50",
         baseline: stream50,
-        ratio: added.remote50 / stream50,
+        ratio: remote50 / stream50,
         goal: `<= ${goals.inference.remoteOverStream.toFixed(2)}`,
-        met: added.remote50 / stream50 <= goals.inference.remoteOverStream,
-        notes: `${interleaved}; p99 added ${added.remote99.toFixed(3)} ms; through the node ${TwoNodes.ms(samples.remoteNode)}; direct ${TwoNodes.ms(samples.remoteDirect)}; bare stream ${TwoNodes.ms(samples.stream)}; X-Mesh-Overhead-Ms ${TwoNodes.ms(reported.remote)}`,
+        met: remote50 / stream50 <= goals.inference.remoteOverStream,
+        notes: `${interleaved}; ${addedText(samples.remoteNode, samples.remoteDirect)}; through A's socket ${ms(samples.remoteNode)}; direct ${ms(samples.remoteDirect)}; bare stream to a bench peer ${ms(samples.stream)}; the completion written straight onto a stream to a bench peer piping to B's provider ${ms(samples.http)}, added per pair p50 ${httpAdded.p50.toFixed(3)} ms, p99 ${httpAdded.p99.toFixed(3)} ms; X-Mesh-Overhead-Ms ${ms(reported.remoteNode)}; A→B ${paths.join(", ")}`,
       },
       {
         name: "inference time to first chunk, local provider",
@@ -195,7 +198,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         baselineName: "direct p50",
         baseline: p50(ttfc.localDirect),
         ratio: p50(ttfc.localNode) / p50(ttfc.localDirect),
-        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${TwoNodes.ms(ttfc.localNode)}; direct ${TwoNodes.ms(ttfc.localDirect)}`,
+        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${ms(ttfc.localNode)}; direct ${ms(ttfc.localDirect)}; ${addedText(ttfc.localNode, ttfc.localDirect)}`,
       },
       {
         name: "inference time to first chunk, remote provider",
@@ -204,11 +207,21 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         baselineName: "direct p50",
         baseline: p50(ttfc.remoteDirect),
         ratio: p50(ttfc.remoteNode) / p50(ttfc.remoteDirect),
-        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${TwoNodes.ms(ttfc.remoteNode)}; direct ${TwoNodes.ms(ttfc.remoteDirect)}; added p50 ${(p50(ttfc.remoteNode) - p50(ttfc.remoteDirect)).toFixed(3)} ms`,
+        notes: `${STREAM_SAMPLES} streamed completions of each, interleaved; through the node ${ms(ttfc.remoteNode)}; direct ${ms(ttfc.remoteDirect)}; ${addedText(ttfc.remoteNode, ttfc.remoteDirect)}`,
       },
-    ]
+    ] satisfies ReadonlyArray<Entry>
+  })
+
+export const run = async (): Promise<ReadonlyArray<Entry>> => {
+  const [localPort, remotePort] = [await freePort(), await freePort()]
+  const urls = { local: `http://127.0.0.1:${localPort}`, remote: `http://127.0.0.1:${remotePort}`, remotePort }
+  const providers = [
+    await start("bench/servers/openai.ts", [String(localPort), "local-model"], `${urls.local}/v1/models`),
+    await start("bench/servers/openai.ts", [String(remotePort), "remote-model"], `${urls.remote}/v1/models`),
+  ]
+  try {
+    return await Effect.runPromise(Effect.scoped(measure(urls)).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
   } finally {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
     await Promise.all(providers.map((p) => p.stop()))
   }
 }

@@ -1,25 +1,29 @@
 /**
- * MCP between peers, in one run: an agent's `call_remote_tool` of an echo tool on node B, through node A's `/mcp`
- * (A keeps its MCP session with B's service, B's backend is a stateful MCP server in a child process); the same echo
- * called by the MCP SDK client straight to the backend; and a bare stream open + 1 KiB echo between A and B. All
- * three run interleaved, one by one, over established sessions and connections (A and B talk over one direct
- * connection, as after discovery). Both nodes share this process, so figures are a floor for two machines.
+ * MCP between peers, every party in a process of its own (bench/lib/meshNodes.ts: control plane, router, nodes A
+ * and B as `mesh-node run`; B's backend, a stateful MCP server; a bench peer for the baseline,
+ * bench/lib/benchPeers.ts): an agent's `call_remote_tool` of an echo tool on node B, through node A's `/mcp` over
+ * A's socket (A keeps its MCP session with B's service); the same echo called by the MCP SDK client straight to the
+ * backend; and a bare stream open + 1 KiB echo to a bench peer (the goal's baseline). All run interleaved, one by
+ * one, over established sessions and connections (A reaches B over a direct connection, as after discovery).
  * A also federates the service: the same echo called by its federated name (`bench__echo`) on A's `/mcp`, in the
- * same interleaved run, against `call_remote_tool`.
+ * same interleaved run, against `call_remote_tool`. "p99 added" is the p99 of per-pair differences.
  */
 import { performance } from "node:perf_hooks"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Logger, LogLevel } from "effect"
+import * as Local from "../test/scale/LocalApi.js"
+import * as BenchPeers from "./lib/benchPeers.js"
 import { goals } from "./lib/goals.js"
+import * as MeshNodes from "./lib/meshNodes.js"
 import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
-import * as TwoNodes from "./lib/twoNodes.js"
+import { addedText, ms, percentile } from "./lib/stats.js"
 
 const TEXT = "x".repeat(64)
-const WARMUP = 200
-const SAMPLES = 1000
+const WARMUP = 100
+const SAMPLES = 500
 
 const timed = async (work: () => Promise<boolean>): Promise<number> => {
   const started = performance.now()
@@ -29,27 +33,35 @@ const timed = async (work: () => Promise<boolean>): Promise<number> => {
 
 const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
 
-const client = async (url: string, headers: Record<string, string> = {}) => {
+const client = async (url: string, fetcher?: typeof globalThis.fetch) => {
   const mcp = new Client({ name: "bench", version: "1.0.0" })
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }))
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(url), fetcher === undefined ? {} : { fetch: fetcher }))
   return mcp
 }
 
-export const run = async (): Promise<ReadonlyArray<Entry>> => {
-  const port = await freePort()
-  const backendUrl = `http://127.0.0.1:${port}`
-  const backend = await start("bench/servers/mcp.ts", [String(port)], `${backendUrl}/healthz`)
-  const scope = Effect.runSync(Scope.make())
-  try {
-    const service = { name: "bench", type: "mcp" as const, description: "", target_url: `${backendUrl}/mcp`, env: {} }
-    const mesh = await TwoNodes.make(scope, { b: [service], federateOnA: ["mcp://bench"] })
-    const agent = await client(`${mesh.a.url}/mcp`, { "x-mesh-authentication": `Bearer ${mesh.a.apiToken}` })
-    const straight = await client(`${backendUrl}/mcp`)
+const measure = (port: number) =>
+  Effect.gen(function* () {
+    const backendUrl = `http://127.0.0.1:${port}`
+    const [mesh, peers] = yield* Effect.all(
+      [
+        MeshNodes.make({
+          b: [MeshNodes.service("mcp", "bench", `${backendUrl}/mcp`)],
+          federateOnA: ["mcp://bench"],
+          discover: [["mcp", "bench"]],
+        }),
+        BenchPeers.make(port),
+      ],
+      { concurrency: "unbounded" },
+    )
+    const a = mesh.direct
+    const agent = yield* Effect.promise(() => client(`${Local.BASE}/mcp`, a.fetch))
+    const straight = yield* Effect.promise(() => client(`${backendUrl}/mcp`))
+    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([agent.close(), straight.close()])))
 
     const viaMesh = async () => {
       const result = (await agent.callTool({
         name: "call_remote_tool",
-        arguments: { peer_id: mesh.bId, tool_name: "mcp://bench/echo", arguments: { text: TEXT } },
+        arguments: { peer_id: a.toId, tool_name: "mcp://bench/echo", arguments: { text: TEXT } },
       })) as CallToolResult
       return result.isError !== true && textOf(result) === TEXT
     }
@@ -57,46 +69,45 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
       const result = (await agent.callTool({ name: "bench__echo", arguments: { text: TEXT } })) as CallToolResult
       return result.isError !== true && textOf(result) === TEXT
     }
-    // Federation lists the tool after its first round.
-    const listedBy = Date.now() + 30_000
-    while (!(await agent.listTools()).tools.some((t) => t.name === "bench__echo")) {
-      if (Date.now() > listedBy) throw new Error("A did not federate bench/echo within 30 s")
-      await new Promise((resolve) => setTimeout(resolve, 200))
-    }
     const direct = async () => {
       const result = (await straight.callTool({ name: "echo", arguments: { text: TEXT } })) as CallToolResult
       return textOf(result) === TEXT
     }
-    for (let i = 0; i < WARMUP; i++) {
-      await timed(viaMesh)
-      await timed(federated)
-      await timed(direct)
-      await TwoNodes.echo(mesh)
+    // Federation lists the tool after its first round.
+    const listedBy = Date.now() + 60_000
+    while (!(yield* Effect.promise(() => agent.listTools())).tools.some((t) => t.name === "bench__echo")) {
+      if (Date.now() > listedBy) return yield* Effect.dieMessage("A did not federate bench/echo within 60 s")
+      yield* Effect.sleep("200 millis")
     }
-    const samples = {
-      mesh: [] as Array<number>,
-      federated: [] as Array<number>,
-      direct: [] as Array<number>,
-      stream: [] as Array<number>,
+    const rounds = {
+      mesh: () => timed(viaMesh),
+      federated: () => timed(federated),
+      direct: () => timed(direct),
+      stream: () => BenchPeers.echo(peers.direct),
     }
-    for (let i = 0; i < SAMPLES; i++) {
-      samples.mesh.push(await timed(viaMesh))
-      samples.federated.push(await timed(federated))
-      samples.direct.push(await timed(direct))
-      samples.stream.push(await TwoNodes.echo(mesh))
-    }
-    mesh.checkConnection()
-    await agent.close()
-    await straight.close()
+    type Kind = keyof typeof rounds
+    const kinds = Object.keys(rounds) as Array<Kind>
+    const samples = Object.fromEntries(kinds.map((k) => [k, [] as Array<number>])) as Record<Kind, Array<number>>
+    yield* Effect.promise(async () => {
+      for (let i = 0; i < WARMUP + SAMPLES; i++) {
+        for (const kind of kinds) {
+          const took = await rounds[kind]()
+          if (i >= WARMUP) samples[kind].push(took)
+        }
+      }
+    })
+    const paths = yield* a.check("direct")
+    peers.direct.check()
 
     const p50 = {
-      mesh: TwoNodes.percentile(samples.mesh, 0.5),
-      federated: TwoNodes.percentile(samples.federated, 0.5),
-      direct: TwoNodes.percentile(samples.direct, 0.5),
+      mesh: percentile(samples.mesh, 0.5),
+      federated: percentile(samples.federated, 0.5),
+      direct: percentile(samples.direct, 0.5),
     }
     const federatedRatio = p50.federated / p50.mesh
-    const stream50 = TwoNodes.percentile(samples.stream, 0.5)
+    const stream50 = percentile(samples.stream, 0.5)
     const overhead = p50.mesh - p50.direct
+    const interleaved = `${SAMPLES} of each, interleaved, after ${WARMUP}`
     return [
       {
         name: "MCP call_remote_tool overhead, echo tool (mesh p50 - direct p50)",
@@ -107,7 +118,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         ratio: overhead / stream50,
         goal: `<= ${goals.mcp.overheadOverStream.toFixed(2)}`,
         met: overhead / stream50 <= goals.mcp.overheadOverStream,
-        notes: `${SAMPLES} of each, interleaved; call_remote_tool through A ${TwoNodes.ms(samples.mesh)}; SDK client straight to the backend ${TwoNodes.ms(samples.direct)}; bare stream ${TwoNodes.ms(samples.stream)}`,
+        notes: `${interleaved}; ${addedText(samples.mesh, samples.direct)}; call_remote_tool through A's socket ${ms(samples.mesh)}; SDK client straight to the backend ${ms(samples.direct)}; bare stream to a bench peer ${ms(samples.stream)}; A→B ${paths.join(", ")}`,
       },
       {
         name: "MCP federated tools/call over call_remote_tool, echo tool (p50 / p50)",
@@ -118,11 +129,17 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
         ratio: federatedRatio,
         goal: `<= ${goals.federation.overCallRemoteTool.toFixed(2)}`,
         met: federatedRatio <= goals.federation.overCallRemoteTool,
-        notes: `${SAMPLES} of each, interleaved in the run above; bench__echo on A's /mcp ${TwoNodes.ms(samples.federated)}`,
+        notes: `${SAMPLES} of each, interleaved in the run above; bench__echo on A's /mcp ${ms(samples.federated)}`,
       },
-    ]
+    ] satisfies ReadonlyArray<Entry>
+  })
+
+export const run = async (): Promise<ReadonlyArray<Entry>> => {
+  const port = await freePort()
+  const backend = await start("bench/servers/mcp.ts", [String(port)], `http://127.0.0.1:${port}/healthz`)
+  try {
+    return await Effect.runPromise(Effect.scoped(measure(port)).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
   } finally {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
     await backend.stop()
   }
 }

@@ -33,7 +33,7 @@ import * as DelayForwarder from "./lib/DelayForwarder.js"
 import { goals } from "./lib/goals.js"
 import { freePort, start } from "./lib/processes.js"
 import type { Entry } from "./lib/report.js"
-import { ms, percentile } from "./lib/twoNodes.js"
+import { ms, percentile } from "./lib/stats.js"
 
 const DELAY_MS = Number(process.env.BENCH_RTT_DELAY_MS ?? 25)
 const RTT_MS = 2 * DELAY_MS
