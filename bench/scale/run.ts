@@ -184,6 +184,7 @@ const program = Effect.gen(function* () {
     Local.json<{ routers?: ReadonlyArray<{ address: string }> }>(nodes[0] as Topology.Node, "/debug/connectivity"),
     (info) => (info.routers ?? []).map((r) => r.address),
   )
+  yield* log(`router addresses: ${routerAddresses.join(" ")}`)
   for (let k = 0; k < KILLS; k++) {
     const router = routers[k % routers.length] as Topology.Router
     const survivor = routers[(k + 1) % routers.length] as Topology.Router
@@ -230,6 +231,10 @@ const program = Effect.gen(function* () {
         Duration.seconds(10),
       )
       const firstId = ids[nodes.indexOf(first)] ?? ""
+      const raw = yield* probe.ask(survivorAddress, "inference", serviceName(nodes.indexOf(first)))
+      yield* log(`${survivor.name} asked alone for ${first.name} (${firstId}): ${raw}`)
+      const trace = yield* probe.explain(routerAddresses, "inference", serviceName(nodes.indexOf(first)))
+      yield* log(`search for ${first.name}: ${trace}`)
       const routerLines = (yield* survivor.output).split("\n").filter((line) => line.includes(firstId))
       if (routerLines.length > 0) yield* log(`${survivor.name} on ${first.name}: ${routerLines.slice(-6).join(" | ")}`)
       yield* log(

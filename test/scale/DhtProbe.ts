@@ -3,6 +3,7 @@
  * finds from provider records alone. It enrolls like any node, dials the given routers before each search and
  * returns the providers the DHT names.
  */
+import { peerIdFromString } from "@libp2p/peer-id"
 import { Duration, Effect, Either } from "effect"
 import * as KeySet from "../../src/domain/KeySet.js"
 import * as PeerKey from "../../src/domain/PeerKey.js"
@@ -12,6 +13,24 @@ import * as MeshClient from "../../src/testing/MeshClient.js"
 import * as TestPeer from "../../src/testing/TestPeer.js"
 import type { ControlPlaneProcess } from "./ControlPlaneProcess.js"
 import { mintToken } from "./Requests.js"
+
+interface RawEvent {
+  readonly name: string
+  readonly error?: unknown
+  readonly providers?: ReadonlyArray<{
+    readonly id: { toString(): string }
+    readonly multiaddrs: ReadonlyArray<unknown>
+  }>
+  readonly closer?: ReadonlyArray<unknown>
+}
+/** kad-dht's network, which its public API does not expose: one request to one peer. */
+interface RawNetwork {
+  sendRequest(
+    to: ReturnType<typeof peerIdFromString>,
+    message: { readonly type: string; readonly key: Uint8Array },
+    options: { readonly signal: AbortSignal },
+  ): AsyncIterable<RawEvent>
+}
 
 export const make = (cp: ControlPlaneProcess) =>
   Effect.gen(function* () {
@@ -45,5 +64,71 @@ export const make = (cp: ControlPlaneProcess) =>
         return found
       })
 
-    return { providers }
+    /**
+     * One router's own answer to GET_PROVIDERS, with no query around it: the providers it names with their
+     * addresses, or why it did not answer. Tells a record the router lacks from one a query missed.
+     */
+    const ask = (router: string, type: ServiceType, name?: string, timeout = Duration.seconds(5)) =>
+      Effect.gen(function* () {
+        yield* Effect.ignore(host.dial(router))
+        const network = (host.libp2p.services.dht as unknown as { network: RawNetwork }).network
+        const key = ServiceKeys.cid(type, name).multihash.bytes
+        const routerId = peerIdFromString(router.slice(router.lastIndexOf("/p2p/") + 5))
+        return yield* Effect.tryPromise(async (signal) => {
+          const lines: Array<string> = []
+          for await (const event of network.sendRequest(routerId, { type: "GET_PROVIDERS", key }, { signal })) {
+            if (event.name === "PEER_RESPONSE") {
+              lines.push(
+                `providers: ${(event.providers ?? []).map((p) => `${p.id.toString()} (${p.multiaddrs.length} addrs)`).join(", ") || "none"}; closer ${(event.closer ?? []).length}`,
+              )
+            }
+            if (event.name === "QUERY_ERROR") lines.push(`error: ${String(event.error)}`)
+          }
+          return lines.join("; ") || "no answer"
+        }).pipe(
+          Effect.timeout(timeout),
+          Effect.orElseSucceed(() => "timed out"),
+        )
+      })
+
+    /**
+     * One DHT search told in brief: how many peers the routing table holds and which of the given routers among them,
+     * then what each router answered and how many other peers failed. Tells a router missing from the search from a
+     * record missing at the router.
+     */
+    const explain = (routers: ReadonlyArray<string>, type: ServiceType, name?: string, timeout = Duration.seconds(5)) =>
+      Effect.gen(function* () {
+        yield* Effect.forEach(routers, (address) => Effect.ignore(host.dial(address)), { concurrency: "unbounded" })
+        const routerIds = new Set(routers.map((address) => address.slice(address.lastIndexOf("/p2p/") + 5)))
+        const dht = host.libp2p.services.dht as unknown as {
+          routingTable: { closestPeers(id: Uint8Array, o: { count: number }): Array<{ toString(): string }> }
+          findProviders(cid: unknown, o: { signal: AbortSignal }): AsyncIterable<RawEvent & { from?: unknown }>
+        }
+        const table = dht.routingTable.closestPeers(new Uint8Array(32), { count: 1_000 }).map(String)
+        const lines = [`table: ${table.length} peers, ${table.filter((p) => routerIds.has(p)).length} of them routers`]
+        let others = 0
+        const started = Date.now()
+        yield* Effect.tryPromise(async (signal) => {
+          for await (const event of dht.findProviders(ServiceKeys.cid(type, name), { signal })) {
+            const from = String(event.from ?? "")
+            if (event.name !== "QUERY_ERROR" && event.name !== "PEER_RESPONSE") continue
+            if (!routerIds.has(from)) {
+              others += 1
+              continue
+            }
+            const what =
+              event.name === "QUERY_ERROR"
+                ? String(event.error).slice(0, 120)
+                : `${event.providers?.length ?? 0} providers`
+            lines.push(`+${Date.now() - started} ms ${from}: ${what}`)
+          }
+        }).pipe(
+          Effect.timeout(timeout),
+          Effect.catchAll((e) => Effect.sync(() => lines.push(`ended: ${String(e).slice(0, 120)}`))),
+        )
+        lines.push(`${others} other peers asked`)
+        return lines.join("; ")
+      })
+
+    return { providers, ask, explain }
   })
