@@ -5,13 +5,13 @@
  * `shared` (alpha answers 503), `doomed` (alpha 503, beta 502), `labelled` (both fine).
  */
 import { request as httpRequest } from "node:http"
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer } from "effect"
 import OpenAI, { type APIError, InternalServerError, NotFoundError, PermissionDeniedError } from "openai"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
-import { setPolicy } from "../support/admin.js"
+import { admin, setPolicy } from "../support/admin.js"
 import { type OpenAiBackend, openAi, USAGE } from "../support/openai.js"
 import { eventually, tcp } from "./support.js"
 
@@ -439,5 +439,30 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("in
         }
       }
     }),
+  )
+})
+
+describe("inference and bans", () => {
+  it.live(
+    "a banned provider's models leave /v1/models at once, though the model view is kept 30 s",
+    () =>
+      Effect.gen(function* () {
+        const beta = yield* openAi({ name: "beta", models: ["model-b"] })
+        const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
+        yield* setPolicy(cp, POLICY)
+        yield* RouterHarness.make(cp)
+        const b = yield* NodeHarness.make(cp, {
+          file: { labels: {}, egress: { require_labels: {} }, services: [provider("beta", beta.url)] },
+        })
+        const a = yield* NodeHarness.make(cp)
+        yield* Effect.all([a.connected, b.connected], { concurrency: "unbounded" })
+        const listed = Effect.promise(() => client(a).models.list()).pipe(
+          Effect.map((page) => page.data.map((m) => m.id)),
+        )
+        yield* eventually(60, listed, (ids) => ids.includes("model-b"))
+        expect((yield* admin(cp, "POST", "/admin/revoke", { peer_id: yield* b.peerId })).status).toBe(200)
+        yield* eventually(10, listed, (ids) => !ids.includes("model-b"))
+      }).pipe(Effect.scoped),
+    120_000,
   )
 })

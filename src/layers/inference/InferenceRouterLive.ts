@@ -161,7 +161,11 @@ export const layer = Layer.scoped(
     const models = Effect.gen(function* () {
       const mine = (yield* localModels).flatMap((s) => s.keys.map((id) => ({ id, owned_by: self })))
       // With models of our own the listing is not empty, so an empty remote view is kept like any other.
-      const theirs = (yield* registry.fresh(mine.length > 0)).map((m) => ({ id: m.id, owned_by: m.peerId }))
+      // The view is kept a while; a peer banned meanwhile leaves the listing at once, as it leaves routing.
+      const banned = yield* membership.banned
+      const theirs = (yield* registry.fresh(mine.length > 0))
+        .filter((m) => !banned.has(m.peerId))
+        .map((m) => ({ id: m.id, owned_by: m.peerId }))
       return Inference.modelList(mine, theirs)
     })
 
