@@ -4,7 +4,7 @@
  * view (their load), reached through PeerProxy. Each request tries at most MAX_ATTEMPTS providers in rank order; a
  * busy or unreachable one is benched for Cooldowns.COOLDOWN and the next tried with the same body.
  */
-import { Clock, Duration, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Schedule, Scope } from "effect"
+import { Clock, Duration, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Ref, Scope } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import { ModelNotFound, NoAvailableProvider, NoEligibleProvider } from "../../domain/Errors.js"
@@ -23,7 +23,6 @@ import {
   type RoutingError,
 } from "../../services/inference/InferenceRouter.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
-import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { PolicyView } from "../../services/node/PolicyView.js"
@@ -119,18 +118,6 @@ export const layer = Layer.scoped(
     })
     const ownLabels = Effect.map(ownFacts, (facts) => facts?.labels ?? {})
 
-    // As on the serving side: an unqualified identity member names the control plane's first issuer, which /info
-    // tells; until it is known such members match nobody.
-    const issuers = yield* Ref.make<Policy.Issuers>([])
-    const client = yield* ControlPlaneClient
-    yield* client.info.pipe(
-      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
-      Effect.retry(
-        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
-      ),
-      Effect.forkScoped,
-    )
-
     /**
      * Whether this node's copy of the policy lets it call `service` on `peer`, as the peer's own side will decide:
      * a provider that would refuse is never sent the request (nor can it blackhole one).
@@ -140,7 +127,7 @@ export const layer = Layer.scoped(
         const snapshot = yield* policy.current
         if (Option.isNone(snapshot)) return Option.some("no copy of the mesh policy yet")
         const doc = snapshot.value.document
-        const known = yield* Ref.get(issuers)
+        const known = yield* policy.issuers
         const facts = yield* ownFacts
         const role = facts?.role ?? NODE_ROLE
         const roles = Policy.callerRoles(doc, role, Policy.subjectOf(self, facts?.identity), known)

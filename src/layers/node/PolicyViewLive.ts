@@ -4,6 +4,7 @@
  * Events only ask for a read: reads they ask for run one at a time, at most one waiting, and at least EVENT_GAP
  * apart, so a peer replaying a captured event cannot make the node hammer the control plane. A failed read keeps
  * the last copy: a policy never expires by itself, and an unreachable control plane must not open or close the mesh.
+ * The issuer that unqualified identity members name is read from `/info` once, retried until it answers.
  */
 import { timestampMs } from "@bufbuild/protobuf/wkt"
 import { Clock, Duration, Effect, Either, Layer, Option, Queue, Ref, Schedule, Stream } from "effect"
@@ -79,6 +80,15 @@ export const layer = Layer.scoped(
       Effect.forkScoped,
     )
 
-    return PolicyView.of({ current: Ref.get(current), refresh })
+    const issuers = yield* Ref.make<Policy.Issuers>([])
+    yield* client.info.pipe(
+      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
+      Effect.retry(
+        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
+      ),
+      Effect.forkScoped,
+    )
+
+    return PolicyView.of({ current: Ref.get(current), refresh, issuers: Ref.get(issuers) })
   }),
 )

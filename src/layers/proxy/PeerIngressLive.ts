@@ -8,7 +8,7 @@
  * (McpSessions).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Deferred, Duration, Effect, Either, Exit, Layer, Option, Ref, Runtime, Schedule } from "effect"
+import { Clock, Deferred, Effect, Either, Exit, Layer, Option, Ref, Runtime } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
@@ -25,7 +25,6 @@ import { Agents } from "../../services/agents/Agents.js"
 import { TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
-import { ControlPlaneClient } from "../../services/member/ControlPlaneClient.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { PolicyView } from "../../services/node/PolicyView.js"
@@ -105,18 +104,6 @@ export const layer = Layer.scoped(
     const streams = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
     /** Each stream's signal that its request's headers arrived; a stream's entry goes with it. */
     const arrivals = new WeakMap<StreamSocket, Deferred.Deferred<void>>()
-
-    // An unqualified identity member of the policy names the control plane's first issuer, which /info tells. Until
-    // it is known such members match nobody: a target or binding can only be missed, never granted by mistake.
-    const issuers = yield* Ref.make<Policy.Issuers>([])
-    const client = yield* ControlPlaneClient
-    yield* client.info.pipe(
-      Effect.flatMap((info) => (info.oidcIssuer.length > 0 ? Ref.set(issuers, [info.oidcIssuer]) : Effect.void)),
-      Effect.retry(
-        Schedule.exponential(Duration.seconds(1)).pipe(Schedule.union(Schedule.spaced(Duration.minutes(1)))),
-      ),
-      Effect.forkScoped,
-    )
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
@@ -218,7 +205,7 @@ export const layer = Layer.scoped(
         if (Either.isLeft(path)) return yield* new BadRequest({ message: path.left })
         const type = Forwarding.checkService(target.type, target.name)
         if (Either.isLeft(type)) return yield* new BadRequest({ message: type.left })
-        const known = yield* Ref.get(issuers)
+        const known = yield* policy.issuers
         const snapshot = yield* policy.current
         const doc = snapshot._tag === "Some" ? snapshot.value.document : undefined
         const peer = caller.value

@@ -16,6 +16,12 @@ export interface PolicyViewService {
   readonly current: Effect.Effect<Option.Option<PolicySnapshot>>
   /** Re-reads the policy now; a failure keeps the last copy. */
   readonly refresh: Effect.Effect<void>
+  /**
+   * The issuers an unqualified identity member of the policy names: the control plane's first OIDC issuer, which
+   * `/info` tells. Until it is known, none: such members match nobody, so a rule can only be missed, never granted
+   * by mistake.
+   */
+  readonly issuers: Effect.Effect<Policy.Issuers>
 }
 
 export class PolicyView extends Context.Tag("mesh/PolicyView")<PolicyView, PolicyViewService>() {}
