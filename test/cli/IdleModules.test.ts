@@ -1,0 +1,43 @@
+/**
+ * What an idle member does not load: the packages a node or a router needs only for a feature it is not using are
+ * loaded when that feature is first used, not with the program (docs/scale.md, "Idle weight"). Each entry point's
+ * module graph is imported in a child process, as the binary would, and the modules it loaded are listed.
+ */
+import { execFile } from "node:child_process"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+
+const root = join(import.meta.dirname, "..", "..")
+
+/** Imports the modules given as arguments and prints every module URL loaded on the way, as JSON. */
+const LIST_LOADED = `
+import { registerHooks } from "node:module"
+import { pathToFileURL } from "node:url"
+const loaded = []
+registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context) } })
+for (const path of process.argv.slice(1)) await import(pathToFileURL(path).href)
+process.stdout.write(JSON.stringify(loaded))
+`
+
+const loadedBy = (entry: string): Promise<ReadonlyArray<string>> =>
+  new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", LIST_LOADED, join(root, entry)],
+      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => (error === null ? resolve(JSON.parse(stdout)) : reject(new Error(stderr))),
+    )
+  })
+
+describe("the modules a member loads at start", () => {
+  it.each(["src/cli/mesh-node.ts", "src/cli/mesh-router.ts"])(
+    "%s leaves OpenTelemetry out until tracing is on",
+    async (entry) => {
+      const loaded = await loadedBy(entry)
+      // The graph was read: the program's own modules and the packages it needs are there.
+      expect(loaded.some((url) => url.includes("/node_modules/libp2p/"))).toBe(true)
+      expect(loaded.filter((url) => /opentelemetry/.test(url))).toEqual([])
+    },
+    120_000,
+  )
+})
