@@ -19,7 +19,18 @@ for (const path of process.argv.slice(1)) await import(pathToFileURL(path).href)
 process.stdout.write(JSON.stringify(loaded))
 `
 
-const loadedBy = (entry: string): Promise<ReadonlyArray<string>> =>
+const listed = new Map<string, Promise<ReadonlyArray<string>>>()
+
+/** The module URLs `entry`'s graph loads, listed once per entry for all the tests. */
+const loadedBy = (entry: string): Promise<ReadonlyArray<string>> => {
+  const known = listed.get(entry)
+  if (known !== undefined) return known
+  const loading = list(entry)
+  listed.set(entry, loading)
+  return loading
+}
+
+const list = (entry: string): Promise<ReadonlyArray<string>> =>
   new Promise((resolve, reject) => {
     execFile(
       process.execPath,
@@ -40,4 +51,11 @@ describe("the modules a member loads at start", () => {
     },
     120_000,
   )
+
+  // The MCP SDK and zod come with the first MCP request, peer tool call or MCP backend probe.
+  it("src/cli/mesh-node.ts leaves the MCP SDK out until MCP is used", async () => {
+    const loaded = await loadedBy("src/cli/mesh-node.ts")
+    expect(loaded.some((url) => url.includes("/src/layers/node/MemberLive.ts"))).toBe(true)
+    expect(loaded.filter((url) => /@modelcontextprotocol|\/node_modules\/zod\//.test(url))).toEqual([])
+  }, 120_000)
 })
