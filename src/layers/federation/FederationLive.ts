@@ -15,7 +15,7 @@ import type { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import * as Cooldowns from "../inference/Cooldowns.js"
 import * as RemoteCall from "../mcp/RemoteCall.js"
-import * as Tool from "../mcp/Tool.js"
+import * as ToolResult from "../mcp/ToolResult.js"
 import * as FederationMetrics from "./FederationMetrics.js"
 import * as Round from "./Round.js"
 
@@ -82,7 +82,7 @@ export const layer = Layer.scoped(
         const ordered = ranking.ordered.length > 0 || ranking.refusedByLabels > 0 ? ranking.ordered : candidates
         if (ordered.length === 0) {
           yield* done("refused")
-          return Tool.refused(`refused: no provider of ${tool.name} attests the egress floor's labels`)
+          return ToolResult.refused(`refused: no provider of ${tool.name} attests the egress floor's labels`)
         }
         const unreachable: Array<string> = []
         for (const candidate of ordered.slice(0, MAX_ATTEMPTS)) {
@@ -102,7 +102,7 @@ export const layer = Layer.scoped(
           const error = outcome.left
           if (error.reason !== "unreachable") {
             yield* done(outcomeOf(error))
-            return Tool.refused(
+            return ToolResult.refused(
               error.reason === "refused"
                 ? `refused: ${error.message}`
                 : `${tool.name} (${tool.service}/${tool.tool} on peer ${candidate.peerId}) failed: ${error.message}`,
@@ -113,7 +113,7 @@ export const layer = Layer.scoped(
           yield* cooldowns.bench(Inference.cooldownKey(candidate, key))
         }
         yield* done("unreachable")
-        return Tool.refused(`${tool.name} could not be reached on any of its peers (${unreachable.join("; ")})`)
+        return ToolResult.refused(`${tool.name} could not be reached on any of its peers (${unreachable.join("; ")})`)
       }).pipe(Effect.provide(context))
 
     return Federation.of({

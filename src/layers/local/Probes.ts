@@ -1,25 +1,21 @@
 /**
  * One probe per kind of backend: does it answer, and what keys does it serve? An MCP server over HTTP is initialized
- * and asked for its tools (through the MCP SDK client, so any server the SDK speaks to counts), an inference backend
- * for `GET /v1/models`, an a2a agent for its card. Each probe is bounded by PROBE_TIMEOUT. A stdio MCP server (a
+ * and asked for its tools (McpProbe, loaded with the MCP SDK on the first such probe), an inference backend for
+ * `GET /v1/models`, an a2a agent for its card. Each probe is bounded by PROBE_TIMEOUT. A stdio MCP server (a
  * `command`) is run and asked for its tools by StdioServers, whose probe allows for a program's start-up.
  *
  * A backend that answers 401 or 403 is up: it wants the credential its callers send (the proxy passes
  * `Authorization` through), which the node does not have. It counts as answering, with no keys.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Data, Duration, Effect, Either, Option, Schema } from "effect"
-import pkg from "../../../package.json" with { type: "json" }
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
 import * as HttpGet from "../../http/HttpGet.js"
+import * as Lazy from "../../platform/Lazy.js"
 
 export const PROBE_TIMEOUT = Duration.seconds(2)
 /** Keys kept per service; announcements carry fewer (ServiceKeys.MAX_ANNOUNCE_KEYS). */
 export const MAX_KEYS = 1024
-/** Leaving a session politely (DELETE) must not hold up the next probe. */
-const CLOSE_TIMEOUT = Duration.seconds(1)
 
 /** The backend did not answer as its kind should; `reason` is short and holds no response body. */
 export class ProbeFailed extends Data.TaggedError("ProbeFailed")<{ readonly reason: string }> {}
@@ -52,39 +48,17 @@ const describe = (error: unknown): string =>
 const keysOf = (names: ReadonlyArray<string>): ReadonlyArray<string> =>
   [...new Set(names.filter((n) => n.length > 0 && n.length <= MAX_KEY_LENGTH))].sort().slice(0, MAX_KEYS)
 
-const mcpTools = (url: string): Effect.Effect<ReadonlyArray<string>, ProbeFailed> =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => ({
-      client: new Client({ name: "mesh-node-probe", version: pkg.version }),
-      transport: new StreamableHTTPClientTransport(new URL(url)),
-    })),
-    ({ client, transport }) =>
-      Effect.tryPromise({
-        try: async (signal) => {
-          try {
-            await client.connect(transport, { signal })
-          } catch (error) {
-            if (error instanceof StreamableHTTPError && wantsCredential(error.code)) return []
-            throw error
-          }
-          const names: Array<string> = []
-          let cursor: string | undefined
-          do {
-            const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
-            names.push(...page.tools.map((tool) => tool.name))
-            cursor = page.nextCursor
-          } while (cursor !== undefined && names.length < MAX_KEYS)
-          return keysOf(names)
-        },
-        catch: (error) => new ProbeFailed({ reason: describe(error) }),
-      }),
-    ({ client, transport }) =>
-      Effect.tryPromise(() => transport.terminateSession()).pipe(
-        Effect.timeout(CLOSE_TIMEOUT),
-        Effect.ignore,
-        Effect.zipRight(Effect.tryPromise(() => client.close()).pipe(Effect.ignore)),
+/** The MCP probe, once the MCP SDK is loaded (the first time, outside the probe's PROBE_TIMEOUT). */
+const mcpTools: Effect.Effect<(url: string) => Effect.Effect<ReadonlyArray<string>, ProbeFailed>> = Lazy.effect(
+  () => import("./McpProbe.js"),
+  (mcp) =>
+    Effect.succeed((url: string) =>
+      mcp.toolNames(url, MAX_KEYS).pipe(
+        Effect.map(keysOf),
+        Effect.mapError((error) => new ProbeFailed({ reason: describe(error) })),
       ),
-  )
+    ),
+)
 
 /** GETs JSON from the backend; a 401 or 403 is none (up, but not for us to read). */
 const getJson = (url: string, what: string): Effect.Effect<Option.Option<unknown>, ProbeFailed> =>
@@ -137,11 +111,15 @@ export const probe = (spec: ServiceSpec, commands: CommandProbe): Effect.Effect<
       Effect.suspend(() => commands(spec)).pipe(Effect.mapError((reason) => new ProbeFailed({ reason }))),
     )
   }
-  const run = spec.type === "mcp" ? mcpTools : spec.type === "inference" ? modelIds : agentCard
-  return contained(Effect.suspend(() => run(backend.url))).pipe(
-    Effect.timeoutFail({
-      duration: PROBE_TIMEOUT,
-      onTimeout: () => new ProbeFailed({ reason: "no answer within 2s" }),
-    }),
+  const prober = spec.type === "mcp" ? mcpTools : Effect.succeed(spec.type === "inference" ? modelIds : agentCard)
+  return contained(
+    Effect.flatMap(prober, (run) =>
+      Effect.suspend(() => run(backend.url)).pipe(
+        Effect.timeoutFail({
+          duration: PROBE_TIMEOUT,
+          onTimeout: () => new ProbeFailed({ reason: "no answer within 2s" }),
+        }),
+      ),
+    ),
   )
 }

@@ -19,6 +19,7 @@ import { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
 import * as Spans from "../../platform/Spans.js"
 import type { Progress } from "../../services/mcp/PeerMcp.js"
+import { refused } from "./ToolResult.js"
 
 /** What a tool knows of the HTTP request that carried the call. */
 export interface Request {
@@ -46,17 +47,7 @@ export type Requirements<T extends ReadonlyArray<unknown>> = RequirementsOf<T[nu
 
 export const make = <Shape extends z.ZodRawShape, R>(tool: Tool<Shape, R>): Tool<Shape, R> => tool
 
-/** A successful result: structured content and its JSON text. */
-export const ok = (structured: Record<string, unknown>): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(structured, null, 2) }],
-  structuredContent: structured,
-})
-
-/** A failure the agent should read (a refusal, an unreachable peer): `isError`, never a transport error. */
-export const refused = (message: string): CallToolResult => ({
-  content: [{ type: "text", text: message }],
-  isError: true,
-})
+export { ok, refused } from "./ToolResult.js"
 
 /** Input schemas of tools without arguments, as MCP clients expect them. */
 const EMPTY_INPUT = { type: "object" as const, properties: {} }

@@ -19,9 +19,7 @@ import * as Announcer from "../local/Announcer.js"
 import * as CatalogServer from "../local/CatalogServer.js"
 import * as LocalServicesLive from "../local/LocalServicesLive.js"
 import * as ProviderRecords from "../local/ProviderRecords.js"
-import * as McpGatewayLive from "../mcp/McpGatewayLive.js"
-import * as PeerMcpLive from "../mcp/PeerMcpLive.js"
-import * as StdioServersLive from "../mcp/StdioServersLive.js"
+import * as OnFirstUse from "../mcp/OnFirstUse.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
@@ -61,15 +59,15 @@ const services = Layer.mergeAll(
   CatalogReport.layer,
   DiscoveryLive.layer,
   PeerIngressLive.layer,
-).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(StdioServersLive.layer))
+).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(OnFirstUse.stdioServers))
 
 /**
  * The MCP server for local agents, the peers' tools it federates, its sessions with peers' MCP services and the
- * index of their tools; an agent sees only the federated tools its scope covers.
+ * index of their tools; an agent sees only the federated tools its scope covers. The MCP parts are built on first use.
  */
-const mcp = McpGatewayLive.layer.pipe(
+const mcp = OnFirstUse.gateway.pipe(
   Layer.provideMerge(FederationLive.layer),
-  Layer.provideMerge(Layer.mergeAll(PeerMcpLive.layer, ToolSearchLive.layer, FederationScope.byAgentScope)),
+  Layer.provideMerge(Layer.mergeAll(OnFirstUse.peerMcp, ToolSearchLive.layer, FederationScope.byAgentScope)),
 )
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>

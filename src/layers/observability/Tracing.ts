@@ -4,26 +4,14 @@
  * Effect's tracer is disabled and our hot-path spans are skipped (`src/platform/Spans.ts`). On, spans go to the
  * endpoint as OTLP over HTTP (JSON) in batches, from a provider of this layer's own (never the global one), with
  * `service.name` from `OTEL_SERVICE_NAME`, else `OTEL_RESOURCE_ATTRIBUTES`, else the binary's name. Every span passes
- * `Redaction` on its way out.
+ * `Redaction` on its way out. The OpenTelemetry packages are loaded only when tracing is on (`OtelTracing`).
  */
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import * as OtelResource from "@effect/opentelemetry/Resource"
-import * as OtelTracer from "@effect/opentelemetry/Tracer"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
-import { BatchSpanProcessor, type SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Config, Duration, Effect, Layer, Option } from "effect"
-import pkg from "../../../package.json" with { type: "json" }
-import { RedactingProcessor } from "./Redaction.js"
+import * as Lazy from "../../platform/Lazy.js"
+import type { TracingSettings } from "./OtelTracing.js"
 
-export interface TracingSettings {
-  /** Where spans are posted: the traces URL itself (`.../v1/traces`). */
-  readonly endpoint: string
-  readonly serviceName: string
-  /** Resource attributes besides `service.name` (from `OTEL_RESOURCE_ATTRIBUTES`). */
-  readonly attributes: Readonly<Record<string, string>>
-  /** How long spans wait in the batch before they are sent. */
-  readonly scheduleDelay: Duration.Duration
-}
+export type { TracingSettings } from "./OtelTracing.js"
 
 /** Tracing off: Effect's tracer disabled, so spans are no-ops. */
 export const off: Layer.Layer<never> = Layer.setTracerEnabled(false)
@@ -44,15 +32,9 @@ export const parseAttributes = (text: string): Record<string, string> => {
 
 /** Spans exported from a provider of this layer's own, made when the layer is built; flushed when its scope closes. */
 export const layer = (settings: TracingSettings): Layer.Layer<never> =>
-  Layer.unwrapEffect(
-    Effect.sync(() =>
-      withProcessor(
-        new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint }), {
-          scheduledDelayMillis: Math.max(1, Duration.toMillis(settings.scheduleDelay)),
-        }),
-        settings,
-      ),
-    ),
+  Lazy.layer(
+    () => import("./OtelTracing.js"),
+    (otel) => otel.layer(settings),
   )
 
 /** Spans handed to `inner` through `Redaction`, from a provider of this layer's own (tests pass an exporter of theirs). */
@@ -60,20 +42,9 @@ export const withProcessor = (
   inner: SpanProcessor,
   settings: Pick<TracingSettings, "serviceName" | "attributes">,
 ): Layer.Layer<never> =>
-  Layer.unwrapEffect(
-    Effect.sync(() => {
-      const processor = new RedactingProcessor(inner)
-      const resource = OtelResource.layer({
-        serviceName: settings.serviceName,
-        serviceVersion: pkg.version,
-        attributes: settings.attributes,
-      })
-      return Layer.mergeAll(OtelTracer.layerWithoutOtelTracer, Layer.setTracerEnabled(true)).pipe(
-        Layer.provide(OtelTracer.layerTracer),
-        Layer.provide(NodeSdk.layerTracerProvider(processor, { shutdownTimeout: Duration.seconds(3) })),
-        Layer.provide(resource),
-      )
-    }),
+  Lazy.layer(
+    () => import("./OtelTracing.js"),
+    (otel) => otel.withProcessor(inner, settings),
   )
 
 /** The settings from the standard environment, or none when tracing is off. */

@@ -12,7 +12,12 @@ import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as Body from "../inference/Body.js"
-import { MAX_MESSAGE_BYTES } from "../mcp/stdio/McpProcess.js"
+
+/**
+ * Largest MCP body the proxy reads from a peer or a backend to check it, and the largest JSON-RPC message read from a
+ * stdio server (McpProcess: a longer line ends the process as broken).
+ */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 /** A request body that may go on, parsed and as the bytes to send; or the answer that refuses it. */
 export type Checked =

@@ -3,7 +3,9 @@
  * user how to log the node in. An agent that connects before the node is enrolled can then guide its user instead
  * of failing on a 503.
  */
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import pkg from "../../../package.json" with { type: "json" }
 import { joinCommand } from "../../domain/LoginCommand.js"
 
@@ -45,4 +47,21 @@ export const make = (controlPlane: string | undefined, dataDir: string): McpServ
     }),
   )
   return server
+}
+
+/** Serves one request; stateless, a server and transport per request, since the login server keeps nothing. */
+export const serve = async (
+  req: IncomingMessage,
+  res: ServerResponse,
+  controlPlane: string | undefined,
+  dataDir: string,
+): Promise<void> => {
+  const server = make(controlPlane, dataDir)
+  const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
+  res.once("close", () => {
+    void transport.close()
+    void server.close()
+  })
+  await server.connect(transport)
+  await transport.handleRequest(req, res)
 }

@@ -2,20 +2,19 @@
  * `/mcp` (and `/`, its alias): the node's MCP server over Streamable HTTP. Before the node has an identity it serves
  * the login server; while joining or disconnected it answers 503 (the agent's readiness signal); then the full
  * server. The older SSE transport is refused with 400 and a pointer to Streamable HTTP: a GET without a session is
- * its event stream, `/sse` and `/messages` its routes.
+ * its event stream, `/sse` and `/messages` its routes. The MCP SDK is loaded with the first request that needs it.
  */
 
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { Effect, Option } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { BadRequest, Unavailable } from "../../domain/Errors.js"
+import * as Lazy from "../../platform/Lazy.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
 import { raw } from "../RawHandler.js"
 import * as Route from "../Route.js"
-import * as LoginServer from "./LoginServer.js"
 
 const LEGACY = new BadRequest({
   message:
@@ -27,17 +26,11 @@ const login = Effect.gen(function* () {
   if (request.method !== "POST") return yield* LEGACY
   const settings = yield* NodeConfig
   return yield* raw((req, res) =>
-    Effect.promise(async () => {
-      // Stateless: a server and transport per request, since the login server keeps nothing between calls.
-      const server = LoginServer.make(Option.getOrUndefined(settings.controlPlaneUrl), settings.dataDir)
-      const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true })
-      res.once("close", () => {
-        void transport.close()
-        void server.close()
-      })
-      await server.connect(transport)
-      await transport.handleRequest(req, res)
-    }),
+    Lazy.effect(
+      () => import("./LoginServer.js"),
+      (server) =>
+        Effect.promise(() => server.serve(req, res, Option.getOrUndefined(settings.controlPlaneUrl), settings.dataDir)),
+    ),
   )
 })
 

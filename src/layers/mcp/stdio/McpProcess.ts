@@ -13,12 +13,8 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
 import type { ServiceSpec } from "../../../domain/NodeFile.js"
 import { redact } from "../../node/LogRingLive.js"
+import { MAX_MESSAGE_BYTES } from "../../proxy/McpMessages.js"
 
-/**
- * Largest JSON-RPC message read from a server (a longer line ends the process as broken), and the largest MCP body
- * the proxy reads from a peer or a backend to check it.
- */
-export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 /** stderr lines are cut to this length, and at most LOG_LINES of them a minute reach the log. */
 const MAX_LINE = 1000
 const LOG_LINES = 100

@@ -1,0 +1,49 @@
+/**
+ * The probe of an MCP server over HTTP: initialized and asked for its tools through the MCP SDK client, so any server
+ * the SDK speaks to counts. Apart from `Probes` so that the SDK is loaded only by a node with such a service.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Duration, Effect } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+
+/** Leaving a session politely (DELETE) must not hold up the next probe. */
+const CLOSE_TIMEOUT = Duration.seconds(1)
+
+/**
+ * The names of the server's tools, listed page by page until `limit`; none when it answers 401 or 403 (up, but it
+ * wants its callers' credential). Fails with what the client threw.
+ */
+export const toolNames = (url: string, limit: number): Effect.Effect<ReadonlyArray<string>, unknown> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => ({
+      client: new Client({ name: "mesh-node-probe", version: pkg.version }),
+      transport: new StreamableHTTPClientTransport(new URL(url)),
+    })),
+    ({ client, transport }) =>
+      Effect.tryPromise({
+        try: async (signal) => {
+          try {
+            await client.connect(transport, { signal })
+          } catch (error) {
+            if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) return []
+            throw error
+          }
+          const names: Array<string> = []
+          let cursor: string | undefined
+          do {
+            const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
+            names.push(...page.tools.map((tool) => tool.name))
+            cursor = page.nextCursor
+          } while (cursor !== undefined && names.length < limit)
+          return names
+        },
+        catch: (error) => error,
+      }),
+    ({ client, transport }) =>
+      Effect.tryPromise(() => transport.terminateSession()).pipe(
+        Effect.timeout(CLOSE_TIMEOUT),
+        Effect.ignore,
+        Effect.zipRight(Effect.tryPromise(() => client.close()).pipe(Effect.ignore)),
+      ),
+  )
