@@ -1,7 +1,8 @@
 /**
  * `tsx bench/proxy-cpu.ts [rounds]`: the CPU time (user + system, from /proc) nodes A and B spend per proxied
  * request, small and 1 MiB each way. Unlike latency, a process's CPU time hardly moves when other work loads the
- * machine, so two runs of this (before and after a change) compare on a busy machine too.
+ * machine, so two runs of this (before and after a change) compare on a busy machine too. A's `/healthz` is
+ * measured first: what answering on the local API costs without the mesh.
  */
 import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
@@ -48,6 +49,14 @@ const measure = (port: number) =>
     const base = `/mesh/${pair.toId}/inference/bench`
     const socket = pair.from.socketPath
     const body = new Uint8Array(1024 * 1024).fill(0x62)
+    /** What the nodes burn doing nothing asked of them (gossip, DHT, timers): it is in every figure below. */
+    const idle = async () => {
+      const before = { a: cpuMs(pids.a), b: cpuMs(pids.b) }
+      await new Promise((resolve) => setTimeout(resolve, 5000))
+      const a = (cpuMs(pids.a) - before.a) / 5
+      const b = (cpuMs(pids.b) - before.b) / 5
+      process.stdout.write(`idle: A ${a.toFixed(1)} ms, B ${b.toFixed(1)} ms CPU per second\n`)
+    }
     const phase = async (name: string, rounds: number, one: () => Promise<number>) => {
       for (let i = 0; i < Math.min(100, rounds); i++) await one()
       const before = { a: cpuMs(pids.a), b: cpuMs(pids.b) }
@@ -61,14 +70,13 @@ const measure = (port: number) =>
       )
     }
     yield* Effect.promise(async () => {
-      const idle = { a: cpuMs(pids.a), b: cpuMs(pids.b) }
-      await new Promise((resolve) => setTimeout(resolve, 5000))
-      const idleA = (cpuMs(pids.a) - idle.a) / 5
-      const idleB = (cpuMs(pids.b) - idle.b) / 5
-      process.stdout.write(`idle: A ${idleA.toFixed(1)} ms, B ${idleB.toFixed(1)} ms CPU per second\n`)
+      await idle()
+      // The local API alone, for what A's share of a proxied request owes to serving HTTP at all.
+      await phase("A's /healthz", ROUNDS, () => exchange(agent, "/healthz", socket))
       await phase("small", ROUNDS, () => exchange(agent, `${base}/small`, socket))
       await phase("1 MiB down", LARGE_ROUNDS, () => exchange(agent, `${base}/large`, socket))
       await phase("1 MiB up", LARGE_ROUNDS, () => exchange(agent, `${base}/sink`, socket, body))
+      await idle()
     })
     agent.destroy()
   })
