@@ -102,8 +102,9 @@ interface Muxed {
 }
 
 /**
- * A new stream on the connection with `protocol` proposed and not yet confirmed, or `undefined` when the
- * connection's muxer is out of reach (the caller then negotiates in full). The caller reads through an EchoReader.
+ * A new stream on the connection for `protocol`, not yet proposed, or `undefined` when the connection's muxer is out
+ * of reach (the caller then negotiates in full). The caller sends the `proposal` ahead of its first bytes, in the
+ * same frame (StreamSocket does), and reads through an EchoReader.
  */
 export const open = async (connection: Connection, protocol: string): Promise<Stream | undefined> => {
   const muxer = (connection as unknown as Muxed).muxer
@@ -113,6 +114,5 @@ export const open = async (connection: Connection, protocol: string): Promise<St
   if (muxer.status !== "open") return undefined
   const stream = await muxer.createStream()
   stream.protocol = protocol
-  stream.send(proposal(protocol))
   return stream
 }

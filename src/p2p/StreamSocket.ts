@@ -11,7 +11,7 @@
 import { Duplex } from "node:stream"
 import type { Connection, Stream } from "@libp2p/interface"
 import { Uint8ArrayList } from "uint8arraylist"
-import { EchoReader, ProtocolRefused } from "./OptimisticSelect.js"
+import { EchoReader, ProtocolRefused, proposal } from "./OptimisticSelect.js"
 
 /**
  * yamux may have granted the remote up to 16 MiB of window before we pause; the stream resets when its read buffer
@@ -36,11 +36,17 @@ export class StreamSocket extends Duplex {
   bytesRead = 0
   bytesWritten = 0
   private readonly stream: Stream
+  /** The protocol's proposal, not sent yet: it goes in one frame with the first bytes written. */
+  private proposal: Uint8Array | undefined
 
-  /** `proposed`: the protocol was proposed optimistically (OptimisticSelect); its echo is read off first. */
+  /**
+   * `proposed`: the protocol is proposed optimistically (OptimisticSelect): the proposal leads the first write, and
+   * the echo is read off first.
+   */
   constructor(stream: Stream, connection: Connection, proposed?: string) {
     super({ allowHalfOpen: true, readableHighWaterMark: READ_HIGH_WATER })
     this.stream = stream
+    this.proposal = proposed === undefined ? undefined : proposal(proposed)
     this.connection = connection
     this.remotePeer = connection.remotePeer.toString()
     this.remoteAddress = this.remotePeer
@@ -100,7 +106,7 @@ export class StreamSocket extends Duplex {
   private send(data: Uint8Array | Uint8ArrayList, callback: (error?: Error | null) => void): void {
     this.bytesWritten += data.byteLength
     try {
-      if (this.stream.send(data)) {
+      if (this.stream.send(this.withProposal(data))) {
         callback()
         return
       }
@@ -123,8 +129,18 @@ export class StreamSocket extends Duplex {
     callback(error)
   }
 
+  /** `data`, after the proposal while it is unsent. */
+  private withProposal(data: Uint8Array | Uint8ArrayList): Uint8Array | Uint8ArrayList {
+    const first = this.proposal
+    if (first === undefined) return data
+    this.proposal = undefined
+    return new Uint8ArrayList(first, data)
+  }
+
   private closeWriting(): Promise<void> {
     if (this.stream.writeStatus !== "writable") return Promise.resolve()
+    // Closed before writing a byte: the proposal still goes, so the remote sees the protocol it was meant for.
+    if (this.proposal !== undefined) this.stream.send(this.withProposal(new Uint8Array(0)))
     return this.stream.close().catch((error: unknown) => this.stream.abort(asError(error)))
   }
 

@@ -47,7 +47,10 @@ export const start = (
     }
     const child = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const [command = process.execPath, ...rest] = [...prefix, process.execPath, ...nodeArgs(name, args)]
+        // MESH_CPU_PROF_DIR (read here, not passed on): each process writes a V8 CPU profile there when it exits.
+        const profile = process.env.MESH_CPU_PROF_DIR
+        const flags = profile === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profile}`]
+        const [command = process.execPath, ...rest] = [...prefix, process.execPath, ...flags, ...nodeArgs(name, args)]
         const c = spawn(command, rest, {
           cwd: root,
           env: childEnv(env),

@@ -33,8 +33,8 @@ export interface MeshHostService {
   /**
    * A new stream for `protocol` on an authenticated connection to the peer, connecting first when there is none.
    * Direct connections are preferred; relayed (limited) ones are used when nothing else is open. `optimistic`: the
-   * protocol is proposed and the stream returned at once (`proposed` names it, for a StreamSocket to check the echo);
-   * for a caller that writes first, its first bytes travel with the proposal instead of a round trip after it.
+   * stream is returned at once, its protocol unconfirmed (`proposed` names it, for a StreamSocket to send the proposal
+   * with its first bytes and check the echo): those bytes travel with the proposal instead of a round trip after it.
    */
   readonly openStream: (
     peerId: string,
