@@ -9,7 +9,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type * as NodeFile from "../../src/domain/NodeFile.js"
 import { PROTOCOL } from "../../src/p2p/CatalogProtocol.js"
