@@ -11,6 +11,21 @@ export const rssMiB = (pid: number) =>
     ),
   )
 
+/**
+ * Private memory in MiB (Private_Clean + Private_Dirty of smaps_rollup): what the process adds to the machine. RSS
+ * also counts the pages of the `node` binary and shared libraries, which every process on a machine shares.
+ */
+export const privateMiB = (pid: number) =>
+  Effect.promise(() =>
+    readFile(`/proc/${pid}/smaps_rollup`, "utf8").then(
+      (text) =>
+        (Number(/^Private_Clean:\s+(\d+) kB/m.exec(text)?.[1] ?? 0) +
+          Number(/^Private_Dirty:\s+(\d+) kB/m.exec(text)?.[1] ?? 0)) /
+        1024,
+      () => 0,
+    ),
+  )
+
 /** User plus system CPU seconds used so far (clock ticks of 1/100 s); 0 when the process is gone. */
 export const cpuSeconds = (pid: number) =>
   Effect.promise(() =>

@@ -147,6 +147,7 @@ const program = Effect.gen(function* () {
   const cpAfter = yield* cpRequests(cp)
   const cpuPercent = cpuAfter.map((after, i) => ((after - (cpuBefore[i] ?? 0)) / Duration.toSeconds(IDLE_WINDOW)) * 100)
   const nodeRss = yield* Effect.forEach(nodePids, Proc.rssMiB)
+  const nodePrivate = yield* Effect.forEach(nodePids, Proc.privateMiB)
   const routerRss = yield* Effect.forEach(routerPids, Proc.rssMiB)
   const peers = yield* Effect.forEach(routers, routerPeers)
   const perPeer = routerRss.map((rss, i) => (rss - (routerBase[i] ?? 0)) / Math.max(1, peers[i] ?? 0))
@@ -375,6 +376,11 @@ const program = Effect.gen(function* () {
       "≤ 120 MiB",
     ],
     [
+      "idle node private memory (RSS less shared code pages)",
+      `p50 ${percentile(nodePrivate, 50).toFixed(0)} MiB, max ${Math.max(...nodePrivate).toFixed(0)} MiB`,
+      "",
+    ],
+    [
       "idle node CPU",
       `p50 ${percentile(cpuPercent.slice(0, NODES), 50).toFixed(2)} %, max ${Math.max(...cpuPercent.slice(0, NODES)).toFixed(2)} %`,
       "",
@@ -412,6 +418,7 @@ const program = Effect.gen(function* () {
         callsPerSecond,
         failedCalls,
         nodeRssMiB: { p50: percentile(nodeRss, 50), max: Math.max(...nodeRss) },
+        nodePrivateMiB: { p50: percentile(nodePrivate, 50), max: Math.max(...nodePrivate) },
         nodeCpuPercent: { p50: percentile(cpuPercent.slice(0, NODES), 50) },
         routerBaseRssMiB: routerBase,
         routerRssMiB: routerRss,
