@@ -105,6 +105,39 @@ const program = Effect.gen(function* () {
   })
   const allMembersMs = Date.now() - joinStarted
   yield* log(`all ${NODES} members after ${seconds(allMembersMs)} s`)
+  // A service nobody finds: what its node says of its routers and records, and what each router names alone.
+  const undiscovered = (node: Topology.Node, i: number) =>
+    Effect.gen(function* () {
+      const probe = yield* DhtProbe.make(cp)
+      const addresses = yield* Effect.map(
+        Local.json<{ routers?: ReadonlyArray<{ address: string }> }>(
+          nodes[(i + 1) % NODES] as Topology.Node,
+          "/debug/connectivity",
+        ),
+        (info) => (info.routers ?? []).map((r) => r.address),
+      )
+      for (const address of addresses) {
+        yield* log(`${address} alone on ${serviceName(i)}: ${yield* probe.ask(address, "inference", serviceName(i))}`)
+      }
+      const links = yield* Local.request(node, "/debug/connectivity").pipe(
+        Effect.map((answer) => answer.body.slice(0, 1_500)),
+        Effect.orElseSucceed(() => "no answer"),
+      )
+      yield* log(`${node.name} connectivity: ${links}`)
+      // The asker's side: its connection to the provider, and the same search given 10 s.
+      const asker = nodes[(i + 1) % NODES] as Topology.Node
+      const toProvider = yield* Local.request(asker, `/debug/connectivity?peer=${ids[i] ?? ""}`).pipe(
+        Effect.map((answer) => answer.body.slice(0, 1_500)),
+        Effect.orElseSucceed(() => "no answer"),
+      )
+      yield* log(`${asker.name} to ${node.name}: ${toProvider}`)
+      const slow = yield* Topology.discover(asker, "inference", serviceName(i), "10s")
+      yield* log(`${asker.name} searching ${serviceName(i)} for 10 s finds: ${slow.join(", ") || "nothing"}`)
+      const lines = (yield* node.output)
+        .split("\n")
+        .filter((line) => /provider|router|announce|publish|probe|WARN|ERROR/.test(line))
+      yield* log(`${node.name} says:\n${lines.slice(-25).join("\n") || "nothing logged"}`)
+    }).pipe(Effect.ignore)
   // Every service discoverable before measuring: the mesh has settled.
   yield* Effect.forEach(
     nodes,
@@ -118,7 +151,7 @@ const program = Effect.gen(function* () {
           timeout: Duration.minutes(3),
           interval: Duration.millis(500),
         },
-      ),
+      ).pipe(Effect.tapError(() => undiscovered(nodes[i] as Topology.Node, i))),
     { concurrency: 4 },
   )
   const settledMs = Date.now() - joinStarted
