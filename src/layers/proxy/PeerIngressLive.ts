@@ -3,12 +3,11 @@
  * their peer authenticated) and every stream is handed, as a socket, to a node:http server that never listens. Each
  * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts
  * to the service's `target_url`, or served by the stdio MCP server the service runs (StdioServers). A stream counts
- * against its peer's share and is reset when its headers are late or it goes idle (`NodeSettings.ingress`). MCP
- * services are granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller
- * (McpSessions).
+ * against its peer's share and is reset when its headers are late or it goes idle (IngressStreams). MCP services are
+ * granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller (McpSessions).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Deferred, Effect, Either, Exit, Layer, Option, Ref, Runtime } from "effect"
+import { Clock, Effect, Either, Layer, Ref, Runtime } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
@@ -19,6 +18,7 @@ import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
+import * as Deadlines from "../../platform/Deadlines.js"
 import * as Spans from "../../platform/Spans.js"
 import { AgentLog } from "../../services/agents/AgentLog.js"
 import { Agents } from "../../services/agents/Agents.js"
@@ -32,6 +32,7 @@ import { Metrics } from "../../services/operations/Metrics.js"
 import { PeerIngress } from "../../services/proxy/PeerIngress.js"
 import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
 import * as Backend from "./Backend.js"
+import { IngressStreams } from "./IngressStreams.js"
 import * as McpMessages from "./McpMessages.js"
 import * as McpSessions from "./McpSessions.js"
 
@@ -100,10 +101,8 @@ export const layer = Layer.scoped(
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
-    /** Proxy streams open per peer. */
-    const streams = yield* Ref.make<ReadonlyMap<string, number>>(new Map())
-    /** Each stream's signal that its request's headers arrived; a stream's entry goes with it. */
-    const arrivals = new WeakMap<StreamSocket, Deferred.Deferred<void>>()
+    const deadlines = yield* Deadlines.make(Deadlines.tickFor([limits.headersTimeout, limits.idleTimeout]))
+    const streams = new IngressStreams(limits, deadlines)
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
@@ -405,65 +404,9 @@ export const layer = Layer.scoped(
         })(effect)
       })
 
-    /**
-     * A stream's deadlines, on the Clock: its request's headers within `headersTimeout` (the server never listens, so
-     * node:http's own `headersTimeout` never runs), then no silence either way longer than `idleTimeout`. Either
-     * missed resets the stream. Ends when the stream closes.
-     */
-    const guard = (socket: StreamSocket, headers: Deferred.Deferred<void>) => {
-      const closed = Effect.async<void>((resume) => {
-        if (socket.destroyed) return resume(Effect.void)
-        socket.once("close", () => resume(Effect.void))
-      })
-      const idle = (seen: number): Effect.Effect<void> =>
-        Effect.flatMap(Effect.sleep(limits.idleTimeout), () => {
-          const now = socket.bytesRead + socket.bytesWritten
-          if (now !== seen) return idle(now)
-          return Effect.sync(() => socket.abort(new Error("the stream was idle too long")))
-        })
-      const deadlines = Effect.gen(function* () {
-        const arrived = yield* Deferred.await(headers).pipe(Effect.timeoutOption(limits.headersTimeout))
-        if (Option.isNone(arrived)) {
-          return socket.abort(new Error("the request's headers did not arrive in time"))
-        }
-        yield* idle(socket.bytesRead + socket.bytesWritten)
-      })
-      return Effect.raceFirst(closed, deadlines)
-    }
-
-    /** One stream from a peer: counted against the peer's share, guarded by its deadlines. */
-    const accept = (socket: StreamSocket) =>
-      Effect.acquireUseRelease(
-        Ref.modify(streams, (map): [boolean, ReadonlyMap<string, number>] => {
-          const open = map.get(socket.remotePeer) ?? 0
-          return [open < limits.maxStreamsPerPeer, new Map(map).set(socket.remotePeer, open + 1)]
-        }),
-        (allowed) =>
-          Effect.gen(function* () {
-            if (!allowed) {
-              // Never handed to the server, whose listener would take the reset as an error.
-              socket.once("error", () => undefined)
-              return socket.abort(new Error("too many streams from this peer"))
-            }
-            const headers = yield* Deferred.make<void>()
-            arrivals.set(socket, headers)
-            server.emit("connection", socket)
-            yield* guard(socket, headers)
-          }),
-        () =>
-          Ref.update(streams, (map) => {
-            const next = new Map(map)
-            const open = (map.get(socket.remotePeer) ?? 1) - 1
-            if (open > 0) next.set(socket.remotePeer, open)
-            else next.delete(socket.remotePeer)
-            return next
-          }),
-      )
-
     // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.
     const server = createServer({ requestTimeout: 0 }, (req, res) => {
-      const headers = req.socket instanceof StreamSocket ? arrivals.get(req.socket) : undefined
-      if (headers !== undefined) Deferred.unsafeDone(headers, Exit.void)
+      if (req.socket instanceof StreamSocket) streams.headersArrived(req.socket)
       run(handle(req, res))
     })
     yield* Effect.acquireRelease(
@@ -471,7 +414,8 @@ export const layer = Layer.scoped(
         host.libp2p.handle(
           PROTOCOL,
           (stream, connection) => {
-            run(accept(new StreamSocket(stream, connection)))
+            const socket = new StreamSocket(stream, connection)
+            if (streams.admit(socket)) server.emit("connection", socket)
           },
           { runOnLimitedConnection: true, maxInboundStreams: MAX_STREAMS, maxOutboundStreams: MAX_STREAMS },
         ),
