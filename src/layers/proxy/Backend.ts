@@ -6,7 +6,7 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { Deferred, Duration, Effect, Exit, Option, type Scope } from "effect"
+import { Duration, Effect, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
 import { type ApiError, BackendUnreachable, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
@@ -14,6 +14,7 @@ import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import type * as Deadlines from "../../platform/Deadlines.js"
 import * as Spans from "../../platform/Spans.js"
 import { relayFiltered } from "./McpMessages.js"
 import { hasBody, relayBody, relayResponse } from "./Relay.js"
@@ -101,8 +102,11 @@ const relayCard = (res: ServerResponse, upstream: IncomingMessage, targetUrl: st
   upstream.once("error", (error) => res.destroy(error))
 }
 
-/** `headersTimeout`: how long a backend may take to send its answer's headers (none: as long as it likes). */
-export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
+/**
+ * `headersTimeout`: how long a backend may take to send its answer's headers (none: as long as it likes), watched
+ * on `deadlines`.
+ */
+export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines: Deadlines.Deadlines) =>
   Effect.gen(function* () {
     // Keep-alive to backends: a fresh TCP connection per proxied request would cost more than the mesh hop itself.
     const agents = yield* Effect.acquireRelease(
@@ -119,26 +123,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
      * backend that sends no headers within `headersTimeout` has its request destroyed and the peer gets 502.
      */
     const forward = (req: IncomingMessage, res: ServerResponse, target: Target): Effect.Effect<void> =>
-      Effect.gen(function* () {
-        const traceparent = yield* TraceContext.current
-        const answered = yield* Deferred.make<void>()
-        const sent = send(req, res, target, traceparent, answered)
-        if (Option.isNone(headersTimeout)) return yield* sent
-        const limit = headersTimeout.value
-        const late = Deferred.await(answered).pipe(
-          Effect.timeoutOption(limit),
-          Effect.flatMap((arrived) => (Option.isSome(arrived) ? Effect.never : Effect.void)),
-        )
-        const first = yield* Effect.raceFirst(Effect.as(sent, "sent" as const), Effect.as(late, "late" as const))
-        if (first === "late") {
-          writeError(
-            res,
-            new BadGateway({
-              message: `the ${target.service.type} service ${target.service.name} did not answer within ${Duration.format(limit)}`,
-            }),
-          )
-        }
-      }).pipe(
+      Effect.flatMap(TraceContext.current, (traceparent) => send(req, res, target, traceparent)).pipe(
         Spans.withSpan("mesh.backend", {
           kind: "client",
           captureStackTrace: false,
@@ -155,7 +140,6 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
       res: ServerResponse,
       target: Target,
       traceparent: Option.Option<string>,
-      answered: Deferred.Deferred<void>,
     ): Effect.Effect<void> =>
       Effect.async<void>((resume) => {
         const backend = target.backend
@@ -185,14 +169,34 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
           headers,
           agent: https ? agents.https : agents.http,
         })
+        // The request goes and the body left drains; destroying the body would take the peer's stream with it.
+        const abandon = () => {
+          req.unpipe(outgoing)
+          req.resume()
+          outgoing.destroy()
+        }
+        const cancelLate = Option.isNone(headersTimeout)
+          ? () => undefined
+          : deadlines.after(headersTimeout.value, () => {
+              outgoing.off("error", onError)
+              outgoing.once("error", () => undefined)
+              abandon()
+              writeError(
+                res,
+                new BadGateway({
+                  message: `the ${target.service.type} service ${target.service.name} did not answer within ${Duration.format(headersTimeout.value)}`,
+                }),
+              )
+            })
         outgoing.once("response", (upstream) => {
-          Deferred.unsafeDone(answered, Exit.void)
+          cancelLate()
           target.onResponse?.(upstream)
           if (mcp !== undefined) return relayFiltered(upstream, res, mcp.grant)
           if (card === undefined) return stream(res, upstream)
           relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
         })
         const onError = (error: Error) => {
+          cancelLate()
           // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
           req.unpipe(outgoing)
           req.resume()
@@ -202,6 +206,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
         outgoing.once("error", onError)
         // The peer went away (stream reset or closed) before the answer ended: so does the backend request.
         const done = () => {
+          cancelLate()
           if (!res.writableFinished) outgoing.destroy()
           resume(Effect.void)
         }
@@ -209,14 +214,13 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>) =>
         if (mcp?.body !== undefined) outgoing.end(mcp.body)
         else if (hasBody(req)) relayBody(req, outgoing)
         else outgoing.end()
-        // Interrupted (the backend was too slow): whoever interrupted answers the peer; the body left drains.
+        // Interrupted: whoever interrupted answers the peer.
         return Effect.sync(() => {
+          cancelLate()
           res.off("close", done)
           outgoing.off("error", onError)
           outgoing.once("error", () => undefined)
-          req.unpipe(outgoing)
-          req.resume()
-          outgoing.destroy()
+          abandon()
         })
       })
 

@@ -7,7 +7,7 @@
  * granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller (McpSessions).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Effect, Either, Layer, Ref, Runtime } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
@@ -96,13 +96,19 @@ export const layer = Layer.scoped(
     )
     const inFlight = yield* Ref.make(0)
     const limits = (yield* NodeConfig).ingress
-    const backend = yield* Backend.make(limits.backendHeadersTimeout)
     const sessions = yield* McpSessions.make
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
-    const deadlines = yield* Deadlines.make(Deadlines.tickFor([limits.headersTimeout, limits.idleTimeout]))
+    const deadlines = yield* Deadlines.make(
+      Deadlines.tickFor([
+        limits.headersTimeout,
+        limits.idleTimeout,
+        Option.getOrElse(limits.backendHeadersTimeout, () => Duration.infinity),
+      ]),
+    )
     const streams = new IngressStreams(limits, deadlines)
+    const backend = yield* Backend.make(limits.backendHeadersTimeout, deadlines)
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
