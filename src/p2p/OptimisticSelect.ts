@@ -10,7 +10,7 @@
  * starts with our first byte of data as its length: an HTTP request (a method's capital letter) never spells a
  * protocol name, so it is refused too (go-multistream#20 is the general form of this hazard).
  */
-import type { Connection, Stream } from "@libp2p/interface"
+import { type Connection, type Stream, TooManyOutboundProtocolStreamsError } from "@libp2p/interface"
 import { Uint8ArrayList } from "uint8arraylist"
 
 const PROTOCOL_ID = "/multistream/1.0.0"
@@ -96,23 +96,67 @@ export class EchoReader {
   }
 }
 
-/** The parts of libp2p's connection this needs; its muxer is not in the public interface. */
+/** libp2p's registrar default for a protocol registered without `maxOutboundStreams`, or not registered at all. */
+const DEFAULT_MAX_OUTBOUND_STREAMS = 64
+
+/** The parts of libp2p's connection this needs; its muxer and registrar are not in the public interface. */
 interface Muxed {
   readonly muxer?: { readonly status: string; createStream(options?: object): Promise<Stream> | Stream }
+  readonly components?: {
+    readonly registrar?: {
+      getHandler(protocol: string): { readonly options: { readonly maxOutboundStreams?: number } }
+    }
+  }
 }
 
 /**
- * A new stream on the connection for `protocol`, not yet proposed, or `undefined` when the connection's muxer is out
- * of reach (the caller then negotiates in full). The caller sends the `proposal` ahead of its first bytes, in the
- * same frame (StreamSocket does), and reads through an EchoReader.
+ * The outbound streams of `protocol` the connection may hold, as `newStream` reckons it: the limit registered with
+ * the protocol's handler, or libp2p's default; `undefined` when the registrar is out of reach.
+ */
+const outboundLimit = (connection: Muxed, protocol: string): number | undefined => {
+  const registrar = connection.components?.registrar
+  if (registrar === undefined || typeof registrar.getHandler !== "function") return undefined
+  try {
+    return registrar.getHandler(protocol).options.maxOutboundStreams ?? DEFAULT_MAX_OUTBOUND_STREAMS
+  } catch (error) {
+    if (error instanceof Error && error.name === "UnhandledProtocolError") return DEFAULT_MAX_OUTBOUND_STREAMS
+    throw error
+  }
+}
+
+const outbound = (connection: Connection, protocol: string): number =>
+  connection.streams.filter((stream) => stream.direction === "outbound" && stream.protocol === protocol).length
+
+/**
+ * A new stream on the connection for `protocol`, not yet proposed, or `undefined` when the connection's muxer or
+ * registrar is out of reach (the caller then negotiates in full). The caller sends the `proposal` ahead of its first
+ * bytes, in the same frame (StreamSocket does), and reads through an EchoReader.
+ *
+ * The stream comes from the muxer, past `newStream`, and so past its per-protocol cap: the cap is kept here, with
+ * the same limit and the same error, so that callers cannot make the node open streams to a peer without bound.
+ * Counted before the stream is made (a refused one costs the peer nothing) and again after, as `newStream` counts,
+ * for opens that overlap.
  */
 export const open = async (connection: Connection, protocol: string): Promise<Stream | undefined> => {
-  const muxer = (connection as unknown as Muxed).muxer
+  const muxed = connection as unknown as Muxed
+  const muxer = muxed.muxer
   if (muxer === undefined || typeof muxer.createStream !== "function" || connection.status !== "open") {
     return undefined
   }
   if (muxer.status !== "open") return undefined
+  const limit = outboundLimit(muxed, protocol)
+  if (limit === undefined) return undefined
+  const tooMany = () =>
+    new TooManyOutboundProtocolStreamsError(
+      `Too many outbound protocol streams for protocol "${protocol}" - ${outbound(connection, protocol)}/${limit}`,
+    )
+  if (outbound(connection, protocol) >= limit) throw tooMany()
   const stream = await muxer.createStream()
   stream.protocol = protocol
+  if (outbound(connection, protocol) > limit) {
+    const error = tooMany()
+    stream.abort(error)
+    throw error
+  }
   return stream
 }

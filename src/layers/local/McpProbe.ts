@@ -6,12 +6,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Duration, Effect } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as ToolPages from "../mcp/ToolPages.js"
 
 /** Leaving a session politely (DELETE) must not hold up the next probe. */
 const CLOSE_TIMEOUT = Duration.seconds(1)
 
 /**
- * The names of the server's tools, listed page by page until `limit`; none when it answers 401 or 403 (up, but it
+ * The names of the server's tools, listed page by page until `limit` (ToolPages); none when it answers 401 or 403 (up, but it
  * wants its callers' credential). Fails with what the client threw.
  */
 export const toolNames = (url: string, limit: number): Effect.Effect<ReadonlyArray<string>, unknown> =>
@@ -29,14 +30,7 @@ export const toolNames = (url: string, limit: number): Effect.Effect<ReadonlyArr
             if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) return []
             throw error
           }
-          const names: Array<string> = []
-          let cursor: string | undefined
-          do {
-            const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
-            names.push(...page.tools.map((tool) => tool.name))
-            cursor = page.nextCursor
-          } while (cursor !== undefined && names.length < limit)
-          return names
+          return await ToolPages.list(client, signal, (tool) => tool.name, limit)
         },
         catch: (error) => error,
       }),

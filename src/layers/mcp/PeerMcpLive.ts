@@ -11,7 +11,7 @@ import { createHash } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js"
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as PeerTools from "../../domain/PeerTools.js"
@@ -24,6 +24,7 @@ import {
   type Progress,
 } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
+import * as ToolPages from "./ToolPages.js"
 
 export const IDLE = Duration.minutes(5)
 export const MAX_SESSIONS = 256
@@ -33,7 +34,6 @@ const CALL_TIMEOUT_MS = 60_000
 const MAX_CALL_MS = 10 * 60_000
 /** Ending a session is a courtesy to the serving side; a stopping node does not wait longer for it. */
 const CLOSE_TIMEOUT = Duration.seconds(1)
-const MAX_TOOLS = 1024
 
 interface Session {
   readonly client: Client
@@ -417,19 +417,7 @@ const make = ({ maxSessions, idle }: Limits) =>
     }
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
-      use(peerId, service, true, async ({ client }, signal) => {
-        const tools: Array<Tool> = []
-        let cursor: string | undefined
-        do {
-          const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
-          for (const listed of page.tools) {
-            const kept = PeerTools.bound(listed)
-            if (kept !== undefined) tools.push(kept)
-          }
-          cursor = page.nextCursor
-        } while (cursor !== undefined && tools.length < MAX_TOOLS)
-        return tools.slice(0, MAX_TOOLS)
-      }).pipe(
+      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.bound)).pipe(
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: () => fail("unreachable", `${service} on peer ${peerId} did not list its tools in time`),

@@ -19,6 +19,7 @@ import { StdioServers } from "../../services/mcp/StdioServers.js"
 import { writeError } from "../proxy/Backend.js"
 import * as Bridge from "./stdio/Bridge.js"
 import * as McpProcess from "./stdio/McpProcess.js"
+import * as ToolPages from "./ToolPages.js"
 
 /** A session with no request for this long is closed (the caller's node closes its own sooner). */
 export const IDLE = Duration.minutes(10)
@@ -28,7 +29,6 @@ const MAX_INITIALIZE_BYTES = 1024 * 1024
 export const PROBE_TIMEOUT = Duration.seconds(30)
 /** A tool list this fresh stands: a program's start-up is too dear to pay every minute. */
 export const PROBE_KEEP = Duration.minutes(10)
-const MAX_TOOLS = 1024
 
 interface Slots {
   readonly total: ReadonlyMap<string, number>
@@ -237,13 +237,7 @@ export const layer = Layer.scoped(
           return yield* Effect.tryPromise({
             try: async (signal) => {
               await client.connect(process, { signal })
-              const names: Array<string> = []
-              let cursor: string | undefined
-              do {
-                const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
-                names.push(...page.tools.map((tool) => tool.name))
-                cursor = page.nextCursor
-              } while (cursor !== undefined && names.length < MAX_TOOLS)
+              const names = await ToolPages.list(client, signal, (tool) => tool.name)
               return [...new Set(names.filter((n) => n.length > 0 && n.length <= MAX_KEY_LENGTH))].sort()
             },
             catch: describe,

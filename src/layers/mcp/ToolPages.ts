@@ -1,0 +1,40 @@
+/**
+ * An MCP server's tools, listed page by page (`tools/list`, following `nextCursor`). The server is not trusted to
+ * end its list: the walk stops at MAX_TOOLS kept, at MAX_PAGES pages (a server may send endless empty pages, or pages
+ * of tools the caller drops), and at a cursor it has already been given (a loop). What was listed by then is kept, as
+ * when the list is longer than MAX_TOOLS. Types only from the SDK, so this loads no more of it than its caller does.
+ */
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type { Tool } from "@modelcontextprotocol/sdk/types.js"
+
+/** Tools kept from one server at the most. */
+export const MAX_TOOLS = 1024
+/** Pages asked for at the most: MAX_TOOLS in pages of 8, and no round trips past that. */
+export const MAX_PAGES = 128
+
+/**
+ * The tools `keep` maps to something (undefined drops a tool), in the server's order, at most `limit` of them (never
+ * more than MAX_TOOLS). Rejects with what the client threw.
+ */
+export const list = async <A>(
+  client: Pick<Client, "listTools">,
+  signal: AbortSignal,
+  keep: (tool: Tool) => A | undefined,
+  limit: number = MAX_TOOLS,
+): Promise<Array<A>> => {
+  const most = Math.min(limit, MAX_TOOLS)
+  const kept: Array<A> = []
+  const seen = new Set<string>()
+  let cursor: string | undefined
+  for (let pages = 0; pages < MAX_PAGES && kept.length < most; pages++) {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal })
+    for (const tool of page.tools) {
+      const one = keep(tool)
+      if (one !== undefined) kept.push(one)
+    }
+    cursor = page.nextCursor
+    if (cursor === undefined || seen.has(cursor)) break
+    seen.add(cursor)
+  }
+  return kept.slice(0, most)
+}
