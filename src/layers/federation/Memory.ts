@@ -41,7 +41,8 @@ export interface ServiceMemory {
   readonly providers: ReadonlyMap<string, Known>
   /**
    * Peers that did not confirm (their catalog did not list the service, or they could not be reached or listed), with
-   * when: not asked again until the next search or until they announce the service again after that.
+   * when: not asked again until the next search or until they announce the service again after that (never, for a
+   * peer that refused its listing: infinity).
    */
   readonly rejected: ReadonlyMap<string, number>
 }

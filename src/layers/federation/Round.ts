@@ -1,12 +1,14 @@
 /**
  * One round of federation: who serves each federated service now, and what tools they list, asking the network
- * only for what may have changed (Memory says when). Providers are confirmed by their own catalog: those the DHT
- * names, every Memory.SEARCH_EVERY_MS; those announcing the service on gossip that this node has not confirmed (nor
- * seen fail) since it last announced; and, between searches, a confirmed provider this node is no longer connected to (it went away,
- * restarted or was banned). Gossip also gives each provider's load and the tools it announces. Each provider whose
- * credential attests what the rules and the operator's egress floor require is asked for its tools when it is new,
- * when it announces other tools, or every Memory.RELIST_EVERY_MS; one that cannot be reached, or whose policy
- * refuses this node, is left out until it is confirmed again. Every listing also feeds the tool search index.
+ * only for what may have changed (Memory says when). Providers are confirmed by their own catalog (one request per
+ * peer per round, whatever services need it): those the DHT names, every Memory.SEARCH_EVERY_MS; those announcing
+ * the service on gossip that this node has not confirmed, nor seen fail since they last announced; and, between
+ * searches, a confirmed provider this node is no longer connected to (it went away, restarted or was banned), which
+ * is then listed again as a new one is. Gossip also gives each provider's load and the tools it announces. Each
+ * provider whose credential attests what the rules and the operator's egress floor require is asked for its tools
+ * when it is new, when it announces other tools, or every Memory.RELIST_EVERY_MS; one that cannot be reached, or
+ * whose policy refuses this node, is left out until it is confirmed again. Every listing also feeds the tool search
+ * index.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Option, Stream } from "effect"
@@ -24,6 +26,11 @@ const DHT_TIMEOUT = Duration.seconds(2)
 const CATALOG_TIMEOUT = Duration.seconds(3)
 const LIST_TIMEOUT = Duration.seconds(3)
 const CONCURRENCY = 8
+/**
+ * Peers of one service asked their catalog in a round outside a search, at most (those known before first, then
+ * the newest announcers); the rest wait for the next round. Bounds a round's length however many peers announce.
+ */
+const MAX_CHECKS = 32
 /** Providers of one service listed, the least loaded first. */
 export const MAX_PROVIDERS = 16
 /** Federated tools listed at most; past that, the rest (by name) are left out. */
@@ -55,7 +62,10 @@ export interface Output {
 /** A peer's published MCP services (or why it could not be asked), asked once per round whatever services need it. */
 type Catalogs = (peerId: string) => Effect.Effect<Either.Either<ReadonlyArray<DiscoveredService>, unknown>>
 
-/** The confirmed providers of one service with their attested labels, and the peers that did not confirm. */
+/**
+ * The confirmed providers of one service with their attested labels, the peers that did not confirm, and the known
+ * providers confirmed again because this node had lost its connection to them (they may have restarted).
+ */
 const confirm = (
   service: string,
   before: Memory.ServiceMemory,
@@ -84,12 +94,14 @@ const confirm = (
       }
     }
     const recheck = new Set<string>()
+    const returning = new Set<string>()
     for (const peerId of before.providers.keys()) {
       if (confirmed.has(peerId) || asked.has(peerId)) continue
       // Still connected and authenticated: nothing can have changed that the announcements would not show.
       const peer = yield* host.peer(peerId)
       if (Option.isSome(peer) && !searching) confirmed.set(peerId, peer.value.labels)
       else recheck.add(peerId)
+      if (Option.isNone(peer)) returning.add(peerId)
     }
     // A peer that announces the service and is not confirmed: asked once, then again only once it announces anew.
     for (const [peerId, announcer] of announcers) {
@@ -98,7 +110,7 @@ const confirm = (
       if (refusedAt === undefined || announcer.receivedAtMs > refusedAt) recheck.add(peerId)
     }
     yield* Effect.forEach(
-      recheck,
+      searching ? recheck : [...recheck].slice(0, MAX_CHECKS),
       (peerId) =>
         catalogs(peerId).pipe(
           Effect.map((services) => {
@@ -109,10 +121,10 @@ const confirm = (
         ),
       { concurrency: CONCURRENCY, discard: true },
     )
-    return { confirmed, rejected }
+    return { confirmed, rejected, returning }
   })
 
-/** One provider's listing (asked again only when Memory says so), or none when it cannot be asked. */
+/** One provider's listing (asked again only when Memory says so), or why it could not be had. */
 const listingOf = (
   service: string,
   provider: Provider,
@@ -122,16 +134,16 @@ const listingOf = (
 ) =>
   Effect.gen(function* () {
     if (!Memory.listingDue(known, announced, input.nowMs) && known !== undefined) {
-      return Option.some<Memory.Known>({ ...known, labels: provider.labels, announced: known.announced ?? announced })
+      return Either.right<Memory.Known>({ ...known, labels: provider.labels, announced: known.announced ?? announced })
     }
     const index = yield* ToolSearch
     const listed = yield* Effect.either((yield* PeerMcp).listTools(provider.peerId, service, LIST_TIMEOUT))
     if (Either.isLeft(listed)) {
       if (listed.left.reason !== "unreachable") yield* index.forget(provider.peerId, service)
-      return Option.none()
+      return Either.left(listed.left.reason)
     }
     yield* index.replace(provider.peerId, service, listed.right)
-    return Option.some<Memory.Known>({
+    return Either.right<Memory.Known>({
       labels: provider.labels,
       listing: listed.right,
       listedAtMs: input.nowMs,
@@ -148,7 +160,14 @@ const serviceRound = (service: string, input: Input, catalogs: Catalogs) =>
     for (const a of yield* (yield* Discovery).serviceAnnouncers("mcp", service)) {
       if (!announcers.has(a.peerId)) announcers.set(a.peerId, a)
     }
-    const { confirmed, rejected } = yield* confirm(service, before, announcers, searching, input.nowMs, catalogs)
+    const { confirmed, rejected, returning } = yield* confirm(
+      service,
+      before,
+      announcers,
+      searching,
+      input.nowMs,
+      catalogs,
+    )
     const providers = [...confirmed]
       .map(([peerId, labels]): Provider => ({ peerId, labels, load: announcers.get(peerId)?.activeRequests ?? 0 }))
       .sort((a, b) => a.load - b.load || (a.peerId < b.peerId ? -1 : 1))
@@ -158,7 +177,8 @@ const serviceRound = (service: string, input: Input, catalogs: Catalogs) =>
       providers,
       (provider, i) =>
         Effect.gen(function* () {
-          const known = before.providers.get(provider.peerId)
+          // One this node lost its connection to is listed again, as a new one is.
+          const known = returning.has(provider.peerId) ? undefined : before.providers.get(provider.peerId)
           const rules = input.rules.filter(
             (rule) => rule.service === service && Labels.missing(provider.labels, rule.labels).length === 0,
           )
@@ -177,12 +197,14 @@ const serviceRound = (service: string, input: Input, catalogs: Catalogs) =>
             keys === undefined ? undefined : Memory.keysOf(keys),
             input,
           )
-          if (Option.isNone(next)) {
-            rejected.set(provider.peerId, input.nowMs)
+          if (Either.isLeft(next)) {
+            // Unreachable: asked again once it announces anew. Refused (or failed): its announcements say nothing
+            // of that, so it waits for the next search.
+            rejected.set(provider.peerId, next.left === "unreachable" ? input.nowMs : Number.POSITIVE_INFINITY)
             return
           }
-          remembered.set(provider.peerId, next.value)
-          const tools = (next.value.listing ?? []).filter((t) =>
+          remembered.set(provider.peerId, next.right)
+          const tools = (next.right.listing ?? []).filter((t) =>
             Federation.wanted(rules, service, t.name, provider.labels),
           )
           listings.push({ ...provider, service, tools })

@@ -26,9 +26,19 @@ interface Peer {
   readonly up: boolean
   /** Publishes (and announces) `demo`. */
   readonly publishing: boolean
+  /** This node holds a connection to it (else it dials on the next request); as `up` when absent. */
+  readonly connected?: boolean
+  /** Its backend's version, in its tools' descriptions. */
+  readonly version?: number
+  /** Its policy refuses this node's `tools/list`. */
+  readonly refuses?: boolean
 }
 
-const tool = (name: string): Tool => ({ name, description: `does ${name}`, inputSchema: { type: "object" } })
+const tool = (name: string, version = 1): Tool => ({
+  name,
+  description: `does ${name} (v${version})`,
+  inputSchema: { type: "object" },
+})
 
 const service = (peerId: string): DiscoveredService => ({
   peerId,
@@ -97,7 +107,7 @@ const setup = (initial: Record<string, Peer>) =>
     const host = {
       peer: (peerId: string) =>
         Effect.map(Ref.get(peers), (all) =>
-          all[peerId]?.up === true
+          (all[peerId]?.connected ?? all[peerId]?.up) === true
             ? Option.some({ peerId, labels: {} } as unknown as AuthenticatedPeer)
             : Option.none(),
         ),
@@ -108,8 +118,9 @@ const setup = (initial: Record<string, Peer>) =>
           count("lists"),
           Effect.flatMap(Ref.get(peers), (all) => {
             const peer = all[peerId]
+            if (peer?.refuses === true) return Effect.fail(new PeerMcpError({ reason: "refused", message: "denied" }))
             return peer?.up === true && peer.publishing
-              ? Effect.succeed(peer.tools.map(tool))
+              ? Effect.succeed(peer.tools.map((name) => tool(name, peer.version)))
               : Effect.fail(new PeerMcpError({ reason: "unreachable", message: "gone" }))
           }),
         ),
@@ -138,6 +149,7 @@ const setup = (initial: Record<string, Peer>) =>
       peers,
       asked: Ref.get(asked),
       listed: Effect.map(federation.list({}), (all) => all.map((t) => t.name)),
+      described: Effect.map(federation.list({}), (all) => all.map((t) => t.definition.description ?? "")),
     }
   })
 
@@ -165,6 +177,16 @@ describe("federation rounds", () => {
     }),
   )
 
+  it.scoped("a provider whose policy refuses this node is asked once per search, not at each announcement", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: { ...up(["echo"]), refuses: true } })
+      yield* rounds(9)
+      expect(yield* node.listed).toEqual([])
+      const asked = yield* node.asked
+      expect([asked.lists, asked.catalogs]).toEqual([1, 1])
+    }),
+  )
+
   it.scoped("a provider that announces other tools is listed again at the next round", () =>
     Effect.gen(function* () {
       const node = yield* setup({ p1: up(["echo"]) })
@@ -174,6 +196,20 @@ describe("federation rounds", () => {
       yield* round
       expect(yield* node.listed).toEqual(["demo__count", "demo__echo"])
       expect((yield* node.asked).lists).toBe(before + 1)
+    }),
+  )
+
+  it.scoped("a provider this node lost its connection to is confirmed and listed again, as a new one is", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: up(["echo"]) })
+      yield* rounds(2)
+      const before = yield* node.asked
+      // It restarted with another version of its backend: the same tool names, so the same announcement.
+      yield* Ref.set(node.peers, { p1: { ...up(["echo"]), connected: false, version: 2 } })
+      yield* round
+      expect((yield* node.described)[0]).toContain("(v2)")
+      const after = yield* node.asked
+      expect([after.catalogs - before.catalogs, after.lists - before.lists]).toEqual([1, 1])
     }),
   )
 
