@@ -1,8 +1,9 @@
 /**
  * Federation's rounds over fake discovery, connections and MCP peers, on the test clock: what each round asks of
  * the network. A quiet provider is searched for, asked its catalog and listed a bounded number of times however many
- * rounds pass; a provider that announces other tools is listed again at the next round; one that goes away drops
- * out at the next round and, back without the service, stays out.
+ * rounds pass, and so is one whose policy refuses this node; a provider that announces other tools, or that this
+ * node lost its connection to, is listed again at the next round; one a call failed on is confirmed again; one that
+ * goes away drops out at the next round and, back without the service, stays out.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
@@ -13,7 +14,7 @@ import * as FederationLive from "../../../src/layers/federation/FederationLive.j
 import * as MetricsLive from "../../../src/layers/operations/MetricsLive.js"
 import type { AuthenticatedPeer } from "../../../src/p2p/Trust.js"
 import { type Announcer, type DiscoveredService, Discovery } from "../../../src/services/discovery/Discovery.js"
-import { Federation } from "../../../src/services/federation/Federation.js"
+import { type FederatedTool, Federation } from "../../../src/services/federation/Federation.js"
 import * as FederationScope from "../../../src/services/federation/FederationScope.js"
 import { PeerMcp, PeerMcpError } from "../../../src/services/mcp/PeerMcp.js"
 import { MeshHost, type MeshHostService } from "../../../src/services/mesh/MeshHost.js"
@@ -124,7 +125,12 @@ const setup = (initial: Record<string, Peer>) =>
               : Effect.fail(new PeerMcpError({ reason: "unreachable", message: "gone" }))
           }),
         ),
-      callTool: () => Effect.die("not used"),
+      callTool: (peerId) =>
+        Effect.flatMap(Ref.get(peers), (all) =>
+          all[peerId]?.publishing === true
+            ? Effect.succeed({ content: [{ type: "text" as const, text: "ok" }] })
+            : Effect.fail(new PeerMcpError({ reason: "failed", message: "demo is not published" })),
+        ),
       sessions: Effect.succeed(0),
     })
     const index = ToolSearch.of({
@@ -149,6 +155,10 @@ const setup = (initial: Record<string, Peer>) =>
       peers,
       asked: Ref.get(asked),
       listed: Effect.map(federation.list({}), (all) => all.map((t) => t.name)),
+      /** Calls the first listed tool: an error or not. */
+      call: Effect.flatMap(federation.list({}), (all) =>
+        Effect.map(federation.call(all[0] as FederatedTool, {}), (result) => result.isError === true),
+      ),
       described: Effect.map(federation.list({}), (all) => all.map((t) => t.definition.description ?? "")),
     }
   })
@@ -211,6 +221,21 @@ describe("federation rounds", () => {
       const after = yield* node.asked
       expect([after.catalogs - before.catalogs, after.lists - before.lists]).toEqual([1, 1])
     }),
+  )
+
+  it.scoped(
+    "a provider a call failed on is confirmed again at the next round: no longer publishing, it drops out",
+    () =>
+      Effect.gen(function* () {
+        const node = yield* setup({ p1: up(["echo"]) })
+        yield* rounds(2)
+        expect(yield* node.call).toBe(false)
+        // Its backend stopped answering: it withholds the service, still connected.
+        yield* Ref.set(node.peers, { p1: { ...up(["echo"]), publishing: false } })
+        expect(yield* node.call).toBe(true)
+        yield* round
+        expect(yield* node.listed).toEqual([])
+      }),
   )
 
   it.scoped("a provider that goes away drops out at the next round; back without the service, it stays out", () =>
