@@ -1,9 +1,10 @@
 /**
  * Federation over the mesh: a fiber runs a Round every REFRESH while `federate:` has rules, with what the last rounds
- * learnt (Memory: it decides which remote work a round does), and keeps the result in a SubscriptionRef; `changes` emits when the listed names or listings differ from the last. A call ranks the tool's
- * providers as inference ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes
- * through RemoteCall, as `call_remote_tool` does; a provider that cannot be reached is benched and the next tried. A
- * provider whose call failed is forgotten, so the next round confirms it again before it is listed.
+ * learnt (Memory: it decides which remote work a round does), and keeps the result in a SubscriptionRef; `changes`
+ * emits when the listed names or listings differ from the last. A call ranks the tool's providers as inference
+ * ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes through RemoteCall, as
+ * `call_remote_tool` does; a provider that cannot be reached is benched and the next tried. A provider whose call
+ * failed is forgotten, so the next round confirms it again before it is listed.
  */
 import { Clock, Duration, Effect, Either, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
@@ -28,6 +29,8 @@ import * as Round from "./Round.js"
 export const REFRESH = Duration.seconds(3)
 /** Providers tried for one call, at most. */
 const MAX_ATTEMPTS = 3
+/** Failed calls' providers kept for the next round, at most (the latest): a round drains them. */
+const MAX_FAILED = 256
 
 /** What clients see of the list: names and listings, not who serves them. */
 const fingerprint = (tools: ReadonlyArray<FederatedTool>) => JSON.stringify(tools.map((t) => t.definition))
@@ -112,7 +115,7 @@ export const layer = Layer.scoped(
             return outcome.right
           }
           const error = outcome.left
-          yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const])
+          yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const].slice(-MAX_FAILED))
           if (error.reason !== "unreachable") {
             yield* done(outcomeOf(error))
             return ToolResult.refused(
