@@ -118,6 +118,12 @@ export const layer = Layer.scoped(
         return services.map((s): DiscoveredService => ({ peerId, ...s, labels: peer.labels }))
       })
 
-    return Discovery.of({ find, providers: answers, catalogOf, announcers: gossip.announcers })
+    return Discovery.of({
+      find,
+      providers: answers,
+      catalogOf,
+      announcers: gossip.announcers,
+      serviceAnnouncers: gossip.serviceAnnouncers,
+    })
   }),
 )

@@ -21,6 +21,8 @@ export interface GossipView {
   readonly announcers: (type: ServiceType, key: string) => Effect.Effect<ReadonlyArray<Announcer>>
   /** Peers that announced the named service lately, newest first; starts listening to its topic. */
   readonly providers: (type: ServiceType, name: string) => Effect.Effect<ReadonlyArray<string>>
+  /** Their announcements of it, one per peer, newest first; starts listening to its topic. */
+  readonly serviceAnnouncers: (type: ServiceType, name: string) => Effect.Effect<ReadonlyArray<Announcer>>
 }
 
 export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Membership> = Effect.gen(function* () {
@@ -76,29 +78,34 @@ export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Mem
     Effect.forkScoped,
   )
 
+  /** The entries, banned peers left out, each with the labels its credential attests once we have authenticated it. */
+  const asAnnouncers = (entries: ReadonlyArray<AnnouncementTable.Entry>) =>
+    Effect.gen(function* () {
+      const banned = yield* membership.banned
+      return yield* Effect.forEach(
+        entries.filter((e) => !banned.has(e.peerId)),
+        (e) =>
+          Effect.map(
+            host.peer(e.peerId),
+            (peer): Announcer => ({
+              peerId: e.peerId,
+              type: e.type,
+              service: e.service,
+              keys: e.keys,
+              labels: Option.match(peer, { onNone: () => e.labels, onSome: (p) => p.labels }),
+              labelsAttested: Option.isSome(peer),
+              activeRequests: e.activeRequests,
+              receivedAtMs: e.receivedAtMs,
+            }),
+          ),
+      )
+    })
+
   const announcers = (type: ServiceType, key: string) =>
     Effect.gen(function* () {
       yield* ensure(ServiceKeys.topic(type, key))
       const now = yield* Clock.currentTimeMillis
-      const banned = yield* membership.banned
-      const entries = AnnouncementTable.fresh(yield* Ref.get(table), type, key, now).filter(
-        (e) => !banned.has(e.peerId),
-      )
-      return yield* Effect.forEach(entries, (e) =>
-        Effect.map(
-          host.peer(e.peerId),
-          (peer): Announcer => ({
-            peerId: e.peerId,
-            type: e.type,
-            service: e.service,
-            keys: e.keys,
-            labels: Option.match(peer, { onNone: () => e.labels, onSome: (p) => p.labels }),
-            labelsAttested: Option.isSome(peer),
-            activeRequests: e.activeRequests,
-            receivedAtMs: e.receivedAtMs,
-          }),
-        ),
-      )
+      return yield* asAnnouncers(AnnouncementTable.fresh(yield* Ref.get(table), type, key, now))
     })
 
   const providers = (type: ServiceType, name: string) =>
@@ -110,5 +117,12 @@ export const make: Effect.Effect<GossipView, never, Scope.Scope | MeshHost | Mem
       return [...new Set(entries.map((e) => e.peerId))].filter((peer) => !banned.has(peer))
     })
 
-  return { announcers, providers }
+  const serviceAnnouncers = (type: ServiceType, name: string) =>
+    Effect.gen(function* () {
+      yield* ensure(ServiceKeys.serviceTopic(type, name))
+      const now = yield* Clock.currentTimeMillis
+      return yield* asAnnouncers(AnnouncementTable.ofService(yield* Ref.get(table), type, name, now))
+    })
+
+  return { announcers, providers, serviceAnnouncers }
 })

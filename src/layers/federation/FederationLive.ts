@@ -1,8 +1,10 @@
 /**
- * Federation over the mesh: a fiber runs a Round every REFRESH while `federate:` has rules and keeps the result in a
- * SubscriptionRef; `changes` emits when the listed names or listings differ from the last. A call ranks the tool's
- * providers as inference ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes
- * through RemoteCall, as `call_remote_tool` does; a provider that cannot be reached is benched and the next tried.
+ * Federation over the mesh: a fiber runs a Round every REFRESH while `federate:` has rules, with what the last rounds
+ * learnt (Memory: it decides which remote work a round does), and keeps the result in a SubscriptionRef; `changes`
+ * emits when the listed names or listings differ from the last. A call ranks the tool's providers as inference
+ * ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes through RemoteCall, as
+ * `call_remote_tool` does; a provider that cannot be reached is benched and the next tried. A provider whose call
+ * failed is forgotten, so the next round confirms it again before it is listed.
  */
 import { Clock, Duration, Effect, Either, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
@@ -17,12 +19,18 @@ import * as Cooldowns from "../inference/Cooldowns.js"
 import * as RemoteCall from "../mcp/RemoteCall.js"
 import * as ToolResult from "../mcp/ToolResult.js"
 import * as FederationMetrics from "./FederationMetrics.js"
+import * as Memory from "./Memory.js"
 import * as Round from "./Round.js"
 
-/** Under the gossip announcement interval (10 s), so a provider that stops publishing drops out within it. */
+/**
+ * Under the gossip announcement interval (10 s), so a provider that goes away, or announces other tools, is seen
+ * within it. Cheap: a round reads gossip and the connections; what it asks of the network Memory bounds.
+ */
 export const REFRESH = Duration.seconds(3)
 /** Providers tried for one call, at most. */
 const MAX_ATTEMPTS = 3
+/** Failed calls' providers kept for the next round, at most (the latest): a round drains them. */
+const MAX_FAILED = 256
 
 /** What clients see of the list: names and listings, not who serves them. */
 const fingerprint = (tools: ReadonlyArray<FederatedTool>) => JSON.stringify(tools.map((t) => t.definition))
@@ -42,13 +50,20 @@ export const layer = Layer.scoped(
     const cooldowns = yield* Cooldowns.make
     const turns = yield* Ref.make(0)
     const context = yield* Effect.context<MeshHost | PeerMcp>()
+    const memory = yield* Ref.make(Memory.empty)
+    /** Providers (service, peer id) whose call failed since the last round. */
+    const failed = yield* Ref.make<ReadonlyArray<readonly [string, string]>>([])
 
     if (rules.length > 0) {
       const round = Effect.gen(function* () {
-        const previous = yield* SubscriptionRef.get(tools)
-        const next = yield* Round.run({ rules, floor, previous })
-        yield* SubscriptionRef.set(tools, next)
-        metrics.listed(next.length)
+        const forgotten = (yield* Ref.getAndSet(failed, [])).reduce(
+          (m, [service, peerId]) => Memory.forget(m, service, peerId),
+          yield* Ref.get(memory),
+        )
+        const next = yield* Round.run({ rules, floor, memory: forgotten, nowMs: yield* Clock.currentTimeMillis })
+        yield* Ref.set(memory, next.memory)
+        yield* SubscriptionRef.set(tools, next.tools)
+        metrics.listed(next.tools.length)
       })
       yield* round.pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("federation round failed", cause)),
@@ -100,6 +115,7 @@ export const layer = Layer.scoped(
             return outcome.right
           }
           const error = outcome.left
+          yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const].slice(-MAX_FAILED))
           if (error.reason !== "unreachable") {
             yield* done(outcomeOf(error))
             return ToolResult.refused(

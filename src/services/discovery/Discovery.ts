@@ -3,7 +3,8 @@
  * each provider's own catalog over an authenticated stream; the labels of a result are those the provider's
  * credential attests, as verified in the handshake. This node, banned peers and peers that cannot be reached are
  * left out. `announcers` is the fast path from gossip: who announced a key (a tool name, a model id) in the last
- * 30 seconds, with their labels and load — a hint for ranking, never authorization.
+ * 30 seconds, with their labels and load — a hint for ranking, never authorization; `serviceAnnouncers` the same for
+ * a service by name.
  */
 import { Context, type Duration, type Effect, type Either, type Stream } from "effect"
 import type { ServiceType } from "../../domain/ServiceType.js"
@@ -64,6 +65,11 @@ export interface DiscoveryService {
    * finds nothing yet; listening continues for a few minutes after the last call.
    */
   readonly announcers: (type: ServiceType, key: string) => Effect.Effect<ReadonlyArray<Announcer>>
+  /**
+   * Fresh announcers of the named service, one per peer (newest first), each with every key it announced: what
+   * federation watches to see a provider's tools change. Listens to the service's topic, as `announcers` to a key's.
+   */
+  readonly serviceAnnouncers: (type: ServiceType, name: string) => Effect.Effect<ReadonlyArray<Announcer>>
 }
 
 export class Discovery extends Context.Tag("mesh/Discovery")<Discovery, DiscoveryService>() {}

@@ -41,6 +41,7 @@ const setup = (providers: Ref.Ref<ReadonlyMap<string, ReadonlyArray<string> | un
           ),
         ),
       announcers: () => Effect.succeed([]),
+      serviceAnnouncers: () => Effect.succeed([]),
       // The registry searches with `find` only.
       providers: () => Stream.die("not used by the model registry"),
       catalogOf: () => Effect.die("not used by the model registry"),
