@@ -10,9 +10,10 @@
 ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS base
 
-# Build: every dependency, then the TypeScript compiler and the console's bundle. Optional dependencies stay in:
-# esbuild, which bundles the console, finds its binary in one (@esbuild/linux-x64 and the like). No install scripts
-# run: nothing needs compiling (better-sqlite3 ships Node-API prebuilds) and esbuild finds its binary without its own.
+# Build: every dependency, then the TypeScript compiler, the console's bundle and the members' (mesh-node and
+# mesh-router, each one script: scripts/bundle.ts). Optional dependencies stay in: esbuild, which bundles them, finds
+# its binary in one (@esbuild/linux-x64 and the like). No install scripts run: nothing needs compiling (better-sqlite3
+# ships Node-API prebuilds) and esbuild finds its binary without its own.
 FROM base AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -20,6 +21,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY console ./console
+COPY scripts ./scripts
 RUN npm run build
 
 # Production dependencies only, pruned from the build's: no second download, and no cache left in this stage. The
