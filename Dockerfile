@@ -33,9 +33,13 @@ COPY --from=build /src/node_modules ./node_modules
 RUN npm prune --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # Runtime: node_modules, dist/ and the container scripts, run as the unprivileged `node` user (uid 1000).
+# MALLOC_MMAP_THRESHOLD_: glibc's malloc keeps its threshold for mmap at 128 KiB instead of raising it after the first
+# large free; the large blocks V8 frees after loading the program then go back to the system instead of staying in
+# malloc's arenas (an idle node ~15 MiB smaller, no CPU cost measured per proxied request: docs/scale.md).
 FROM base
 ENV NODE_ENV=production \
-  MESH_HEALTH_FILE=/tmp/mesh-health
+  MESH_HEALTH_FILE=/tmp/mesh-health \
+  MALLOC_MMAP_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
