@@ -123,7 +123,12 @@ let
       wantedBy = [ "multi-user.target" ];
       wants = [ "network-online.target" ];
       after = [ "network-online.target" ];
-      environment = cfg.environment;
+      # glibc's malloc keeps its mmap threshold at 128 KiB: what V8 frees after loading goes back to the system
+      # (Dockerfile, docs/scale.md). The option's environment may override it.
+      environment = {
+        MALLOC_MMAP_THRESHOLD_ = "131072";
+      }
+      // cfg.environment;
       serviceConfig = hardening // {
         ExecStart = lib.concatMapStringsSep " " escape argv;
         StateDirectory = service.unit;

@@ -58,7 +58,8 @@ buildNpmPackage {
   inherit (package) version;
   inherit nodejs;
 
-  # What `npm run build` reads: the compiler settings, src/, and console/ (the console's bundle, built by esbuild).
+  # What `npm run build` reads: the compiler settings, src/, console/ (the console's bundle, built by esbuild) and
+  # scripts/ (the members' bundles: scripts/bundle.ts).
   src = lib.fileset.toSource {
     root = ../.;
     fileset = lib.fileset.unions [
@@ -68,6 +69,7 @@ buildNpmPackage {
       ../tsconfig.build.json
       ../src
       ../console
+      ../scripts
     ];
   };
 
