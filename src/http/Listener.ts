@@ -5,7 +5,9 @@
  *   byte at a time) is answered 408 and its connection closed, whatever the handler was waiting for;
  * - requests the HTTP parser refuses get the one error body instead of node's bare status line;
  * - stopping drains: the listener stops accepting, idle connections close, requests in flight get `shutdownGrace` to
- *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do.
+ *   finish, then their connections are cut, so a process stops in bounded time whatever its clients do;
+ * - an optional `Front` sees each request before the platform does and may answer it on node:http itself: hot routes
+ *   whose answer is bytes already in memory skip a fiber, a router and a response conversion per request.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http"
 import { createServer as createTlsServer, type ServerOptions as TlsOptions } from "node:https"
@@ -27,6 +29,12 @@ export const defaults: ListenerOptions = {
   requestTimeout: Duration.seconds(30),
   shutdownGrace: Duration.seconds(5),
 }
+
+/**
+ * Answers the requests it recognises straight on node:http and returns true; false hands the request on to the
+ * platform's handler untouched (nothing may be read from or written to it then).
+ */
+export type Front = (request: IncomingMessage, response: ServerResponse) => boolean
 
 /** What we answer for each parser refusal; the rest are 400. */
 const CLIENT_ERRORS: Record<string, readonly [number, string, string]> = {
@@ -64,7 +72,25 @@ export const makeServer = (options: ListenerOptions, tls?: TlsOptions): Server =
     tls === undefined ? createServer(timeouts) : (createTlsServer({ ...timeouts, ...tls }) as unknown as Server)
   server.on("clientError", onClientError)
   holdEarlyRequests(server)
+  answerFrontFirst(server)
   return server
+}
+
+const fronts = new WeakMap<Server, Front>()
+
+/**
+ * node:http hands a request to every `request` listener, and the platform installs its own; a request the front
+ * answers must not reach it, so the front sits in the server's `emit`, ahead of every listener.
+ */
+const answerFrontFirst = (server: Server): void => {
+  const emit = server.emit as (this: Server, event: string | symbol, ...args: Array<unknown>) => boolean
+  server.emit = function (this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
+    if (event === "request") {
+      const front = fronts.get(server)
+      if (front?.(args[0] as IncomingMessage, args[1] as ServerResponse) === true) return true
+    }
+    return emit.call(this, event, ...args)
+  } as Server["emit"]
 }
 
 /**
@@ -114,19 +140,31 @@ export const drain = (server: Server, grace: Duration.Duration) =>
   })
 
 /**
- * Serves `app` (a layer that installs handlers on the HttpServer, such as `HttpApiBuilder.serve()`) on `listen`.
- * The drain runs before `app` removes its handlers, so requests in flight can still be answered.
+ * Serves `app` (a layer that installs handlers on the HttpServer, such as `HttpApiBuilder.serve()`) on `listen`,
+ * with `front`, when given, ahead of it. The drain runs before `app` removes its handlers, so requests in flight can
+ * still be answered.
  */
-export const serve = <E, R>(
+export const serve = <E, R, R2 = never>(
   app: Layer.Layer<never, E, R>,
   listen: ListenOptions,
   options: ListenerOptions = defaults,
+  front?: Effect.Effect<Front, never, R2>,
 ) =>
   Layer.unwrapEffect(
     Effect.sync(() => {
       const server = makeServer(options)
+      const withFront =
+        front === undefined
+          ? Layer.empty
+          : Layer.scopedDiscard(
+              Effect.acquireRelease(
+                Effect.tap(front, (f) => Effect.sync(() => fronts.set(server, f))),
+                () => Effect.sync(() => fronts.delete(server)),
+              ),
+            )
       return Layer.scopedDiscard(Effect.addFinalizer(() => drain(server, options.shutdownGrace))).pipe(
         Layer.provideMerge(HttpMiddleware.withTracerDisabledWhen(app, TraceContext.platformSpansOff)),
+        Layer.provideMerge(withFront),
         Layer.provideMerge(NodeHttpServer.layer(() => server, listen)),
       )
     }),

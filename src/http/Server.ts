@@ -18,6 +18,7 @@ import { EnrollmentHttpLive } from "./enrollment/EnrollmentHttp.js"
 import * as Listener from "./Listener.js"
 import * as Middleware from "./Middleware.js"
 import { PoliciesHttpLive } from "./policies/PoliciesHttp.js"
+import * as PublicFront from "./public/PublicFront.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
 import { RoutersHttpLive } from "./routers/RoutersHttp.js"
 import { UserHttpLive } from "./user/UserHttp.js"
@@ -40,8 +41,9 @@ export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
 )
 
 /**
- * Serves the API on `address`; the HttpServer stays in the output so callers can read the bound port. The router
- * matches paths exactly as the middleware's route table does (`CanonicalPath`).
+ * Serves the API on `address`, with `/info` and `/keys` answered from memory ahead of it (`PublicFront`); the
+ * HttpServer stays in the output so callers can read the bound port. The router matches paths exactly as the
+ * middleware's route table does (`CanonicalPath`).
  */
 export const layer = (address: ListenAddress, options: Listener.ListenerOptions) =>
   Listener.serve(
@@ -53,4 +55,5 @@ export const layer = (address: ListenAddress, options: Listener.ListenerOptions)
     ),
     { host: address.host, port: address.port },
     options,
+    PublicFront.make,
   )

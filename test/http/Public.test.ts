@@ -27,6 +27,32 @@ describeDatabases("public routes", (db) => {
     }),
   )
 
+  it.scoped("/info and /keys, answered from memory, carry the API's headers and bytes and are counted per route", () =>
+    Effect.gen(function* () {
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      for (const route of ["/info", "/keys"]) {
+        // The first answer may be computed (a database read) by the API route; the next ones are served from memory.
+        yield* Effect.promise(() => fetch(`${cp.url}${route}`).then((r) => r.arrayBuffer()))
+        const plain = yield* Effect.promise(() => fetch(`${cp.url}${route}`))
+        // A query goes through the API's own route: the same answer.
+        const viaApi = yield* Effect.promise(() => fetch(`${cp.url}${route}?via=api`))
+        expect(plain.status).toBe(200)
+        expect([...plain.headers.keys()]).toEqual([...viaApi.headers.keys()])
+        expect(plain.headers.get("content-type")).toBe("application/x-protobuf")
+        expect(viaApi.headers.get("content-type")).toBe("application/x-protobuf")
+        const bytes = new Uint8Array(yield* Effect.promise(() => plain.arrayBuffer()))
+        expect(plain.headers.get("content-length")).toBe(String(bytes.length))
+        expect(bytes).toEqual(new Uint8Array(yield* Effect.promise(() => viaApi.arrayBuffer())))
+      }
+      const posted = yield* Effect.promise(() => fetch(`${cp.url}/info`, { method: "POST" }))
+      expect(posted.status).toBe(404)
+      const text = yield* Effect.promise(() => fetch(`${cp.url}/metrics`).then((r) => r.text()))
+      expect(text).toContain('mesh_control_plane_http_requests_total{code="200",route="/info"} 3')
+      expect(text).toContain('mesh_control_plane_http_requests_total{code="200",route="/keys"} 3')
+      expect(text).toMatch(/mesh_control_plane_http_request_duration_seconds_count\{route="\/keys"\} 3/)
+    }),
+  )
+
   it.scoped("an unknown route answers the one error body", () =>
     Effect.gen(function* () {
       const cp = yield* Harness.make({ database: yield* db.fresh })

@@ -17,6 +17,7 @@ import * as Labels from "../../domain/Labels.js"
 import type { Node } from "../../domain/Node.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as PolicyRules from "../../domain/Policy.js"
+import * as Spans from "../../platform/Spans.js"
 import { BootstrapTokens } from "../../services/enrollment/BootstrapTokens.js"
 import {
   type BootstrapEnrollRequest,
@@ -159,99 +160,103 @@ export const layer = Layer.effect(
           : Effect.fail(new Conflict({ message: messages.resolved })),
       )
 
-    const enroll = Effect.fn("Enrollment.enroll")(function* (input: BootstrapEnrollRequest) {
-      const key = yield* Effect.mapError(PeerKey.bind(input.peerId, input.publicKey), badRequest)
-      yield* Effect.mapError(Labels.validate(input.labels), badRequest)
-      if (input.bootstrapToken.trim().length === 0) return yield* badRequest("bootstrap_token is required")
-      yield* challenges.verifyOnce({
-        endpoint: "enroll",
-        peerId: key.peerId,
-        publicKey: key.publicKey,
-        unixMs: input.challengeUnixMs,
-        signature: input.challengeSignature,
-      })
-      const now = yield* Clock.currentTimeMillis
-      const token = yield* tokens.findBySecret(input.bootstrapToken).pipe(
-        Effect.flatMap(
-          Option.match({
-            onNone: () => Effect.fail(new Unauthorized({ message: messages.tokenInvalid })),
-            onSome: Effect.succeed,
-          }),
-        ),
-        Effect.flatMap((t) => usableToken(t, now)),
-      )
-      const role = input.requestedRole.length > 0 ? input.requestedRole : token.role
-      if (role !== token.role) return yield* forbidden(`bootstrap token does not grant role "${role}"`)
-
-      // An approved peer enrolling again: a new credential, no approval, no usage spent. OIDC nodes refresh or
-      // register again instead, where their identity's ban and bindings are checked.
-      const existing = yield* nodes.find(key.peerId)
-      if (Option.isSome(existing)) {
-        if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
-        if (existing.value.enrollmentType !== "bootstrap") return yield* forbidden(messages.oidcNode)
-        if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
-        const credential = yield* reissue(existing.value)
-        const previous = yield* requests.findByPeer(key.peerId)
-        return {
-          status: "approved" as const,
-          requestId: Option.match(previous, { onNone: () => "", onSome: (r) => r.id }),
-          credential,
-        }
-      }
-
-      yield* labelsAllowed(role, input.labels)
-      const previous = yield* requests.findByPeer(key.peerId)
-      if (Option.isSome(previous)) {
-        const p = previous.value
-        if (p.status === "pending") return { status: "pending" as const, requestId: p.id }
-        if (p.status === "rejected" && p.tokenId === token.id) return { status: "rejected" as const, requestId: p.id }
-      }
-      if (token.usagesCount >= token.maxUsages) return yield* new Gone({ message: messages.tokenUsedUp })
-
-      const request: EnrollmentRequest = {
-        id: randomUUID(),
-        peerId: key.peerId,
-        publicKey: key.publicKey,
-        requestedRole: role,
-        labels: input.labels,
-        tokenId: token.id,
-        status: config.autoApproveEnrollment ? "approved" : "pending",
-        createdAt: now,
-        resolvedAt: config.autoApproveEnrollment ? now : undefined,
-        resolvedBy: config.autoApproveEnrollment ? "auto-approve" : undefined,
-        // The auto-approved answer carries the credential: it is released here.
-        releasedAt: config.autoApproveEnrollment ? now : undefined,
-      }
-      if (!config.autoApproveEnrollment) {
-        yield* requests.save(request)
-        yield* Effect.logInfo("enrollment queued").pipe(
-          Effect.annotateLogs({ peer_id: key.peerId, request_id: request.id }),
+    // A span only while tracing is on: `Effect.fn`'s captures a stack trace on every call, on the hot path.
+    const enroll = Effect.fnUntraced(
+      function* (input: BootstrapEnrollRequest) {
+        const key = yield* Effect.mapError(PeerKey.bind(input.peerId, input.publicKey), badRequest)
+        yield* Effect.mapError(Labels.validate(input.labels), badRequest)
+        if (input.bootstrapToken.trim().length === 0) return yield* badRequest("bootstrap_token is required")
+        yield* challenges.verifyOnce({
+          endpoint: "enroll",
+          peerId: key.peerId,
+          publicKey: key.publicKey,
+          unixMs: input.challengeUnixMs,
+          signature: input.challengeSignature,
+        })
+        const now = yield* Clock.currentTimeMillis
+        const token = yield* tokens.findBySecret(input.bootstrapToken).pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.fail(new Unauthorized({ message: messages.tokenInvalid })),
+              onSome: Effect.succeed,
+            }),
+          ),
+          Effect.flatMap((t) => usableToken(t, now)),
         )
-        return { status: "pending" as const, requestId: request.id }
-      }
-      // Minted before the transaction, so the node is created with its credential in one write.
-      const credential = yield* credentials.mint({ peerId: key.peerId, role, labels: input.labels })
-      yield* admit(
-        request,
-        token,
-        now,
-        Effect.zipRight(
-          requests.save(request),
-          audit.record({
-            actor: "auto-approve",
-            action: "enrollment.approved",
-            subject: request.id,
-            details: { peer_id: key.peerId },
-          }),
-        ),
-        CHANGED,
-        credential,
-      )
-      yield* Effect.logInfo("node enrolled").pipe(
-        Effect.annotateLogs({ peer_id: key.peerId, method: "bootstrap", role, ttl_ms: credential.expiresAtMs - now }),
-      )
-      return { status: "approved" as const, requestId: request.id, credential }
-    })
+        const role = input.requestedRole.length > 0 ? input.requestedRole : token.role
+        if (role !== token.role) return yield* forbidden(`bootstrap token does not grant role "${role}"`)
+
+        // An approved peer enrolling again: a new credential, no approval, no usage spent. OIDC nodes refresh or
+        // register again instead, where their identity's ban and bindings are checked.
+        const existing = yield* nodes.find(key.peerId)
+        if (Option.isSome(existing)) {
+          if (existing.value.banned) return yield* forbidden(messages.nodeBanned)
+          if (existing.value.enrollmentType !== "bootstrap") return yield* forbidden(messages.oidcNode)
+          if (existing.value.role !== role) return yield* forbidden(messages.otherRole)
+          const credential = yield* reissue(existing.value)
+          const previous = yield* requests.findByPeer(key.peerId)
+          return {
+            status: "approved" as const,
+            requestId: Option.match(previous, { onNone: () => "", onSome: (r) => r.id }),
+            credential,
+          }
+        }
+
+        yield* labelsAllowed(role, input.labels)
+        const previous = yield* requests.findByPeer(key.peerId)
+        if (Option.isSome(previous)) {
+          const p = previous.value
+          if (p.status === "pending") return { status: "pending" as const, requestId: p.id }
+          if (p.status === "rejected" && p.tokenId === token.id) return { status: "rejected" as const, requestId: p.id }
+        }
+        if (token.usagesCount >= token.maxUsages) return yield* new Gone({ message: messages.tokenUsedUp })
+
+        const request: EnrollmentRequest = {
+          id: randomUUID(),
+          peerId: key.peerId,
+          publicKey: key.publicKey,
+          requestedRole: role,
+          labels: input.labels,
+          tokenId: token.id,
+          status: config.autoApproveEnrollment ? "approved" : "pending",
+          createdAt: now,
+          resolvedAt: config.autoApproveEnrollment ? now : undefined,
+          resolvedBy: config.autoApproveEnrollment ? "auto-approve" : undefined,
+          // The auto-approved answer carries the credential: it is released here.
+          releasedAt: config.autoApproveEnrollment ? now : undefined,
+        }
+        if (!config.autoApproveEnrollment) {
+          yield* requests.save(request)
+          yield* Effect.logInfo("enrollment queued").pipe(
+            Effect.annotateLogs({ peer_id: key.peerId, request_id: request.id }),
+          )
+          return { status: "pending" as const, requestId: request.id }
+        }
+        // Minted before the transaction, so the node is created with its credential in one write.
+        const credential = yield* credentials.mint({ peerId: key.peerId, role, labels: input.labels })
+        yield* admit(
+          request,
+          token,
+          now,
+          Effect.zipRight(
+            requests.save(request),
+            audit.record({
+              actor: "auto-approve",
+              action: "enrollment.approved",
+              subject: request.id,
+              details: { peer_id: key.peerId },
+            }),
+          ),
+          CHANGED,
+          credential,
+        )
+        yield* Effect.logInfo("node enrolled").pipe(
+          Effect.annotateLogs({ peer_id: key.peerId, method: "bootstrap", role, ttl_ms: credential.expiresAtMs - now }),
+        )
+        return { status: "approved" as const, requestId: request.id, credential }
+      },
+      Spans.withSpan("Enrollment.enroll", {}),
+    )
 
     const status = Effect.fn("Enrollment.status")(function* (query: StatusQuery) {
       const unauthorized = new Unauthorized({ message: "unauthorized" })

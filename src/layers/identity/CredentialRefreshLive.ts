@@ -12,6 +12,7 @@ import { Forbidden, Unauthorized } from "../../domain/Errors.js"
 import { identityKey, isAdmitted, type Node } from "../../domain/Node.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as PolicyRules from "../../domain/Policy.js"
+import * as Spans from "../../platform/Spans.js"
 import { Challenges } from "../../services/identity/Challenges.js"
 import { CredentialRefresh, messages, type RefreshRequest } from "../../services/identity/CredentialRefresh.js"
 import { Credentials, digest, sameDigest } from "../../services/identity/Credentials.js"
@@ -115,7 +116,7 @@ export const layer = Layer.effect(
             Effect.annotateLogs({ peer_id: node.peerId, recovery: recovering, expires_at: minted.expiresAtMs }),
           )
           return minted
-        }).pipe(Effect.withSpan("CredentialRefresh.refresh")),
+        }).pipe(Spans.withSpan("CredentialRefresh.refresh", {})),
     }
   }),
 )

@@ -140,18 +140,36 @@ export const layer = Layer.scoped(
         retiresAt: k.expiresAt ?? (k === snap.current ? snap.currentRetiresAt : undefined),
       }))
 
+    /**
+     * The last signed body, with the loaded keys it was made from and the instant until which it stays right for
+     * them: its re-signing age, or the first grace deadline to pass (a key leaving the set). Within that, a request
+     * (every member polls /keys) is one comparison, not a snapshot.
+     */
     const signed = yield* Ref.make<
-      { readonly ids: string; readonly at: number; readonly body: Uint8Array } | undefined
+      | {
+          readonly ids: string
+          readonly at: number
+          readonly body: Uint8Array
+          readonly from: Loaded
+          readonly validUntil: number
+        }
+      | undefined
     >(undefined)
     const keysBody = Effect.gen(function* () {
-      const snap = yield* snapshot
-      const now = yield* Clock.currentTimeMillis
-      const keys = withRetirement(snap)
-      const ids = keys.map((k) => `${k.id}:${k.retiresAt ?? 0}`).join(",")
       const last = yield* Ref.get(signed)
-      if (last !== undefined && last.ids === ids && now - last.at < RESIGN_AFTER_MS && now >= last.at) return last.body
-      const body = KeySet.sign(keys, now)
-      yield* Ref.set(signed, { ids, at: now, body })
+      const state = yield* Ref.get(loaded)
+      const now = yield* Clock.currentTimeMillis
+      if (last !== undefined && last.from === state && now >= last.at && now < last.validUntil) return last.body
+      const keys = withRetirement(makeSnapshot(state, now, grace))
+      const ids = keys.map((k) => `${k.id}:${k.retiresAt ?? 0}`).join(",")
+      const reuse = last !== undefined && last.ids === ids && now - last.at < RESIGN_AFTER_MS && now >= last.at
+      const at = reuse ? last.at : now
+      const body = reuse ? last.body : KeySet.sign(keys, now)
+      const validUntil = Math.min(
+        at + RESIGN_AFTER_MS,
+        ...state.keys.flatMap((k) => (k.expiresAt !== undefined && k.expiresAt > now ? [k.expiresAt] : [])),
+      )
+      yield* Ref.set(signed, { ids, at, body, from: state, validUntil })
       return body
     })
 

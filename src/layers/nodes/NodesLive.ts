@@ -3,6 +3,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Effect, Layer, Option, Schema } from "effect"
 import { Identity, identityKey, Labels, type Node } from "../../domain/Node.js"
+import * as Spans from "../../platform/Spans.js"
 import { Nodes } from "../../services/nodes/Nodes.js"
 import { JsonText, SqlBoolean, SqlBytes, toBlob, toBool } from "../sql/Columns.js"
 
@@ -98,7 +99,7 @@ export const layer = Layer.effect(
         return sql`INSERT INTO nodes ${sql.insert(row)} ON CONFLICT (peer_id) DO NOTHING RETURNING peer_id`.pipe(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie,
-          Effect.withSpan("Nodes.create"),
+          Spans.withSpan("Nodes.create", {}),
         )
       },
 

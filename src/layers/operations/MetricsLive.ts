@@ -10,10 +10,19 @@ import {
   type MetricsRegistry,
 } from "../../services/operations/Metrics.js"
 
+/** On every request's path: no sort for one label, no escaping pass for values that need none. */
 const labelKey = (labels: Labels): string => {
-  const keys = Object.keys(labels).sort()
-  return keys.map((k) => `${k}="${escapeLabel(labels[k] ?? "")}"`).join(",")
+  const keys = Object.keys(labels)
+  if (keys.length > 1) keys.sort()
+  let key = ""
+  for (const k of keys) {
+    const value = labels[k] ?? ""
+    key += `${key === "" ? "" : ","}${k}="${NEEDS_ESCAPE.test(value) ? escapeLabel(value) : value}"`
+  }
+  return key
 }
+
+const NEEDS_ESCAPE = /[\\\n"]/
 
 const escapeLabel = (value: string): string => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"')
 

@@ -4,7 +4,7 @@
  * after a few seconds (a safety net: the feed hears other processes' writes within a second).
  */
 import { create, toBinary } from "@bufbuild/protobuf"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { ControlPlaneInfoResponseSchema } from "../../gen/mesh_pb.js"
 import { Bans } from "../../services/nodes/Bans.js"
@@ -45,16 +45,20 @@ export const layer = Layer.effect(
         return body
       })
 
+    /** The cached answer with the version and time it was checked at; no I/O. */
+    const lookup = Effect.gen(function* () {
+      const version = yield* feed.version
+      const now = yield* Clock.currentTimeMillis
+      const hit = cached
+      const fresh = hit !== undefined && hit.version === version && now >= hit.at && now < hit.validUntil
+      return { body: fresh ? hit.body : undefined, version, now }
+    })
+
     return {
-      body: Effect.gen(function* () {
-        const version = yield* feed.version
-        const now = yield* Clock.currentTimeMillis
-        const hit = cached
-        if (hit !== undefined && hit.version === version && now >= hit.at && now < hit.validUntil) {
-          return hit.body
-        }
-        return yield* compute(version, now)
-      }),
+      body: Effect.flatMap(lookup, ({ body, version, now }) =>
+        body === undefined ? compute(version, now) : Effect.succeed(body),
+      ),
+      cached: Effect.map(lookup, ({ body }) => Option.fromNullable(body)),
     }
   }),
 )

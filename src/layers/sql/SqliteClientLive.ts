@@ -46,48 +46,72 @@ export const make = (
     // Prepared statements by SQL text. A plain map: the effectful Cache of the stock client costs more per lookup than
     // most of our statements take to run.
     const prepared = new Map<string, Sqlite.Statement>()
+    /** The prepared statement for `sql`; throws what better-sqlite3 throws. */
+    const prepareSync = (sql: string): Sqlite.Statement => {
+      let statement = prepared.get(sql)
+      if (statement === undefined) {
+        statement = db.prepare(sql)
+        if (prepared.size >= PREPARED_CAPACITY) prepared.delete(prepared.keys().next().value as string)
+        prepared.set(sql, statement)
+      }
+      return statement
+    }
     const prepare = (sql: string) =>
       Effect.try({
-        try: () => {
-          let statement = prepared.get(sql)
-          if (statement === undefined) {
-            statement = db.prepare(sql)
-            if (prepared.size >= PREPARED_CAPACITY) prepared.delete(prepared.keys().next().value as string)
-            prepared.set(sql, statement)
-          }
-          return statement
-        },
+        try: () => prepareSync(sql),
         catch: (cause) => new SqlError({ cause, message: "Failed to prepare statement" }),
       })
 
-    const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) => {
+    /** Runs `statement` once: its rows, or the SqlError it failed with. */
+    const execOnce = (
+      statement: Sqlite.Statement,
+      params: ReadonlyArray<unknown>,
+      raw: boolean,
+    ): ReadonlyArray<unknown> | SqlError => {
+      try {
+        if (statement.reader) return statement.all(...params) as ReadonlyArray<unknown>
+        const result = statement.run(...params)
+        return raw ? (result as unknown as ReadonlyArray<unknown>) : []
+      } catch (cause) {
+        return new SqlError({ cause, message: "Failed to execute statement" })
+      }
+    }
+
+    /** Waits out another writer's lock: retries `statement` on SQLITE_BUSY for up to BUSY_WAIT. */
+    const waitForLock = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) => {
       const attempt = Effect.suspend(() => {
-        try {
-          if (statement.reader) return Effect.succeed(statement.all(...params) as ReadonlyArray<unknown>)
-          const result = statement.run(...params)
-          return Effect.succeed(raw ? (result as unknown as ReadonlyArray<unknown>) : [])
-        } catch (cause) {
-          return Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-        }
+        const result = execOnce(statement, params, raw)
+        return result instanceof SqlError ? Effect.fail(result) : Effect.succeed(result)
       })
-      return attempt.pipe(
-        // Said once per statement, not per retry: an operator sees why requests are slow or refused with 503.
-        Effect.catchIf(isBusy, () =>
-          Effect.logInfo("sqlite database is locked by another writer; waiting").pipe(
-            Effect.zipRight(Effect.retry(attempt, { schedule: busyRetry, while: isBusy })),
-          ),
-        ),
+      // Said once per statement, not per retry: an operator sees why requests are slow or refused with 503.
+      return Effect.logInfo("sqlite database is locked by another writer; waiting").pipe(
+        Effect.zipRight(Effect.retry(attempt, { schedule: busyRetry, while: isBusy })),
         // Another process releases its lock in real time, whatever clock the caller runs under (a test clock too).
         Effect.withClock(realClock),
       )
     }
 
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) => {
-      const refused = NulText.refuse(params)
-      return refused !== undefined
-        ? Effect.fail(refused)
-        : Effect.flatMap(prepare(sql), (statement) => runStatement(statement, params, raw))
+    /** One step on the common path (run, answered); the lock wait only when the database is busy. */
+    const settle = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) => {
+      const result = execOnce(statement, params, raw)
+      if (!(result instanceof SqlError)) return Effect.succeed(result)
+      return isBusy(result) ? waitForLock(statement, params, raw) : Effect.fail(result)
     }
+    const runStatement = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>, raw: boolean) =>
+      Effect.suspend(() => settle(statement, params, raw))
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
+      Effect.suspend(() => {
+        const refused = NulText.refuse(params)
+        if (refused !== undefined) return Effect.fail(refused)
+        let statement: Sqlite.Statement
+        try {
+          statement = prepareSync(sql)
+        } catch (cause) {
+          return Effect.fail(new SqlError({ cause, message: "Failed to prepare statement" }))
+        }
+        return settle(statement, params, raw)
+      })
 
     const connection: Connection = {
       execute: (sql, params, transformRows) =>
