@@ -5,17 +5,9 @@
  * hardly moves with other load on a shared machine, so runs before and after a change compare.
  */
 import { readFileSync } from "node:fs"
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
 import "../src/platform/biscuit-wasm.js"
-import * as Biscuit from "../src/crypto/Biscuit.js"
-import * as Challenge from "../src/domain/Challenge.js"
-import * as PeerKey from "../src/domain/PeerKey.js"
-import {
-  BootstrapEnrollRequestSchema,
-  TokenRefreshRequestSchema,
-  TokenRefreshResponseSchema,
-} from "../src/gen/mesh_pb.js"
 import { type Driver, launch } from "./lib/controlPlane.js"
+import * as ControlPlaneLoads from "./lib/controlPlaneLoads.js"
 import * as Load from "./lib/load.js"
 import { freePort, start } from "./lib/processes.js"
 import * as Seed from "./lib/seed.js"
@@ -72,65 +64,13 @@ try {
   } else if (what === "refresh") {
     await Seed.bulk(cp, 1_000, 100)
     const workers = await Seed.nodes(cp, 16)
-    const result = await measured(pid, () =>
-      Promise.all(
-        workers.map((node) =>
-          Load.run({
-            url: `${cp.url}/refresh`,
-            method: "POST",
-            concurrency: 1,
-            seconds: SECONDS,
-            headers: { "content-type": "application/x-protobuf" },
-            headersFor: () => ({ authorization: `Bearer ${Biscuit.toText(node.credential)}` }),
-            body: () => {
-              const now = BigInt(Date.now())
-              return toBinary(
-                TokenRefreshRequestSchema,
-                create(TokenRefreshRequestSchema, {
-                  peerId: node.peer.peerId,
-                  challengeUnixMs: now,
-                  challengeSignature: Challenge.sign(node.peer.seed, "refresh", node.peer.peerId, now),
-                }),
-              )
-            },
-            onResponse: (body) => {
-              node.credential = fromBinary(TokenRefreshResponseSchema, body).biscuitToken
-            },
-          }),
-        ),
-      ),
-    )
+    const result = await measured(pid, () => ControlPlaneLoads.refreshing(cp, workers, SECONDS))
     line(`POST /refresh (${driver})`, result)
   } else {
     const token = await Seed.token(cp, 20_000)
-    const peers = Array.from({ length: 5_000 }, () => {
-      const peer = PeerKey.generate()
-      return { ...peer, publicKeyProtobuf: PeerKey.toProtobuf(peer.publicKey) }
-    })
-    let next = 0
+    const keys = ControlPlaneLoads.peerKeys(5_000)
     const result = await measured(pid, async () => [
-      await Load.run({
-        url: `${cp.url}/enroll`,
-        method: "POST",
-        concurrency: 16,
-        seconds: SECONDS,
-        headers: { "content-type": "application/x-protobuf" },
-        body: () => {
-          const peer = peers[next++]
-          if (peer === undefined) throw new Error("ran out of prepared peers")
-          const now = BigInt(Date.now())
-          return toBinary(
-            BootstrapEnrollRequestSchema,
-            create(BootstrapEnrollRequestSchema, {
-              bootstrapToken: token,
-              peerId: peer.peerId,
-              publicKey: peer.publicKeyProtobuf,
-              challengeUnixMs: now,
-              challengeSignature: Challenge.sign(peer.seed, "enroll", peer.peerId, now),
-            }),
-          )
-        },
-      }),
+      await ControlPlaneLoads.enrolling(cp, token, keys, { concurrency: 16, seconds: SECONDS }),
     ])
     line(`POST /enroll (${driver})`, result)
   }

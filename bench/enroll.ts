@@ -2,14 +2,10 @@
  * Auto-approved POST /enroll over HTTP on sqlite and postgres, against the crypto-bound ceiling (peer key binding,
  * challenge check and biscuit mint, one core). Every request is a new peer; keys are made before the clock starts.
  */
-import { create, toBinary } from "@bufbuild/protobuf"
-import * as Challenge from "../src/domain/Challenge.js"
-import * as PeerKey from "../src/domain/PeerKey.js"
-import { BootstrapEnrollRequestSchema } from "../src/gen/mesh_pb.js"
 import * as Ceilings from "./lib/ceilings.js"
 import { type Driver, launch, pgAvailable } from "./lib/controlPlane.js"
+import * as ControlPlaneLoads from "./lib/controlPlaneLoads.js"
 import { goals } from "./lib/goals.js"
-import * as Load from "./lib/load.js"
 import type { Entry } from "./lib/report.js"
 import * as Seed from "./lib/seed.js"
 
@@ -21,33 +17,8 @@ const measure = async (driver: Driver, ceiling: number, goal: number): Promise<E
   const cp = await launch(driver, ["--auto-approve-enrollment", "--enroll-rate-limit", "0"])
   try {
     const token = await Seed.token(cp, PEERS)
-    const peers = Array.from({ length: PEERS }, () => {
-      const peer = PeerKey.generate()
-      return { ...peer, publicKeyProtobuf: PeerKey.toProtobuf(peer.publicKey) }
-    })
-    let next = 0
-    const result = await Load.run({
-      url: `${cp.url}/enroll`,
-      method: "POST",
-      concurrency: CONCURRENCY,
-      seconds: SECONDS,
-      headers: { "content-type": "application/x-protobuf" },
-      body: () => {
-        const peer = peers[next++]
-        if (peer === undefined) throw new Error("ran out of prepared peers")
-        const now = BigInt(Date.now())
-        return toBinary(
-          BootstrapEnrollRequestSchema,
-          create(BootstrapEnrollRequestSchema, {
-            bootstrapToken: token,
-            peerId: peer.peerId,
-            publicKey: peer.publicKeyProtobuf,
-            challengeUnixMs: now,
-            challengeSignature: Challenge.sign(peer.seed, "enroll", peer.peerId, now),
-          }),
-        )
-      },
-    })
+    const keys = ControlPlaneLoads.peerKeys(PEERS)
+    const result = await ControlPlaneLoads.enrolling(cp, token, keys, { concurrency: CONCURRENCY, seconds: SECONDS })
     if (result.errors > 0)
       throw new Error(`enroll on ${driver}: ${result.errors} failed requests: ${result.firstError}`)
     return {

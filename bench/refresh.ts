@@ -4,12 +4,9 @@
  * bootstrap tokens in the database against the same run with 1k. Each load worker is one node refreshing in a loop,
  * carrying its newest credential forward. Percentiles are of all workers' latencies pooled, over at least MIN_SAMPLES.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf"
-import * as Biscuit from "../src/crypto/Biscuit.js"
-import * as Challenge from "../src/domain/Challenge.js"
-import { TokenRefreshRequestSchema, TokenRefreshResponseSchema } from "../src/gen/mesh_pb.js"
 import * as Ceilings from "./lib/ceilings.js"
 import { type Driver, launch, pgAvailable } from "./lib/controlPlane.js"
+import * as ControlPlaneLoads from "./lib/controlPlaneLoads.js"
 import { goals } from "./lib/goals.js"
 import * as Load from "./lib/load.js"
 import type { Entry } from "./lib/report.js"
@@ -35,33 +32,7 @@ const measure = async (driver: Driver, records: number, tokens: number): Promise
   try {
     await Seed.bulk(cp, records, tokens)
     const workers = await Seed.nodes(cp, CONCURRENCY)
-    const round = () =>
-      Promise.all(
-        workers.map((node) =>
-          Load.run({
-            url: `${cp.url}/refresh`,
-            method: "POST",
-            concurrency: 1,
-            seconds: SECONDS,
-            headers: { "content-type": "application/x-protobuf" },
-            headersFor: () => ({ authorization: `Bearer ${Biscuit.toText(node.credential)}` }),
-            body: () => {
-              const now = BigInt(Date.now())
-              return toBinary(
-                TokenRefreshRequestSchema,
-                create(TokenRefreshRequestSchema, {
-                  peerId: node.peer.peerId,
-                  challengeUnixMs: now,
-                  challengeSignature: Challenge.sign(node.peer.seed, "refresh", node.peer.peerId, now),
-                }),
-              )
-            },
-            onResponse: (body) => {
-              node.credential = fromBinary(TokenRefreshResponseSchema, body).biscuitToken
-            },
-          }),
-        ),
-      )
+    const round = () => ControlPlaneLoads.refreshing(cp, workers, SECONDS)
     const pool: Array<number> = []
     let rounds = 0
     while (pool.length < MIN_SAMPLES && rounds < MAX_ROUNDS) {
