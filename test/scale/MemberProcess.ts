@@ -22,9 +22,13 @@ export interface MemberProcess {
   readonly output: Effect.Effect<string>
 }
 
-/** Our environment without any MESH_ setting, so nothing from the shell changes its flags; then `extra`. */
+/**
+ * Our environment without any MESH_ setting, so nothing from the shell changes its flags; glibc's malloc set as the
+ * image and the NixOS services set it (docs/decisions.md), so that the memory measured is what a deployment sees;
+ * then `extra`.
+ */
 const childEnv = (extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
+  const env: NodeJS.ProcessEnv = { MALLOC_MMAP_THRESHOLD_: "131072" }
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("MESH_") && key !== "LOG_FORMAT") env[key] = value
   }
