@@ -189,6 +189,8 @@ const program = Effect.gen(function* () {
   // 4. Calls per second across random pairs, through the proxy.
   let calls = 0
   let failedCalls = 0
+  /** What the first failed call answered, for the operator reading the table (0: no answer at all). */
+  let firstFailure: string | undefined
   const until = Date.now() + CALL_SECONDS * 1000
   yield* Effect.all(
     Array.from({ length: CALL_CONCURRENCY }, () =>
@@ -202,7 +204,10 @@ const program = Effect.gen(function* () {
             `/mesh/${ids[to]}/inference/${serviceName(to)}/v1/models`,
           ).pipe(Effect.orElseSucceed(() => ({ status: 0, body: "" })))
           if (answer.status === 200) calls++
-          else failedCalls++
+          else {
+            failedCalls++
+            firstFailure ??= `${answer.status} ${answer.body.slice(0, 160)}`.trim()
+          }
         }
       }),
     ),
@@ -402,7 +407,11 @@ const program = Effect.gen(function* () {
       `p50 ${seconds(percentile(bans, 50))} s, p99 ${seconds(percentile(bans, 99))} s`,
       "p99 ≤ 5 s",
     ],
-    ["calls/s across random pairs (proxy)", `${callsPerSecond.toFixed(0)} (${failedCalls} failed)`, ""],
+    [
+      "calls/s across random pairs (proxy)",
+      `${callsPerSecond.toFixed(0)} (${failedCalls} failed${firstFailure === undefined ? "" : `, the first: ${firstFailure}`})`,
+      "",
+    ],
     [
       "idle node RSS",
       `p50 ${percentile(nodeRss, 50).toFixed(0)} MiB, max ${Math.max(...nodeRss).toFixed(0)} MiB`,
