@@ -64,19 +64,24 @@ export const make = (cp: ControlPlaneProcess) =>
         return found
       })
 
+    /** One router's own answer to GET_PROVIDERS, with no query around it: its events, as they come. */
+    const answerOf = (router: string, type: ServiceType, name: string | undefined, signal: AbortSignal) => {
+      const network = (host.libp2p.services.dht as unknown as { network: RawNetwork }).network
+      const key = ServiceKeys.cid(type, name).multihash.bytes
+      const routerId = peerIdFromString(router.slice(router.lastIndexOf("/p2p/") + 5))
+      return network.sendRequest(routerId, { type: "GET_PROVIDERS", key }, { signal })
+    }
+
     /**
-     * One router's own answer to GET_PROVIDERS, with no query around it: the providers it names with their
-     * addresses, or why it did not answer. Tells a record the router lacks from one a query missed.
+     * One router's own answer to GET_PROVIDERS: the providers it names with their addresses, or why it did not
+     * answer. Tells a record the router lacks from one a query missed.
      */
     const ask = (router: string, type: ServiceType, name?: string, timeout = Duration.seconds(5)) =>
       Effect.gen(function* () {
         yield* Effect.ignore(host.dial(router))
-        const network = (host.libp2p.services.dht as unknown as { network: RawNetwork }).network
-        const key = ServiceKeys.cid(type, name).multihash.bytes
-        const routerId = peerIdFromString(router.slice(router.lastIndexOf("/p2p/") + 5))
         return yield* Effect.tryPromise(async (signal) => {
           const lines: Array<string> = []
-          for await (const event of network.sendRequest(routerId, { type: "GET_PROVIDERS", key }, { signal })) {
+          for await (const event of answerOf(router, type, name, signal)) {
             if (event.name === "PEER_RESPONSE") {
               lines.push(
                 `providers: ${(event.providers ?? []).map((p) => `${p.id.toString()} (${p.multiaddrs.length} addrs)`).join(", ") || "none"}; closer ${(event.closer ?? []).length}`,
@@ -89,6 +94,22 @@ export const make = (cp: ControlPlaneProcess) =>
           Effect.timeout(timeout),
           Effect.orElseSucceed(() => "timed out"),
         )
+      })
+
+    /**
+     * The providers one router itself names (none when it does not answer in time): whether that router holds the
+     * records, whatever this probe's routing table holds (a search could start at a router that just died).
+     */
+    const names = (router: string, type: ServiceType, name?: string, timeout = Duration.seconds(2)) =>
+      Effect.gen(function* () {
+        yield* Effect.ignore(host.dial(router))
+        const found = new Set<string>()
+        yield* Effect.tryPromise(async (signal) => {
+          for await (const event of answerOf(router, type, name, signal)) {
+            for (const provider of event.providers ?? []) found.add(provider.id.toString())
+          }
+        }).pipe(Effect.timeout(timeout), Effect.ignore)
+        return found
       })
 
     /**
@@ -130,5 +151,5 @@ export const make = (cp: ControlPlaneProcess) =>
         return lines.join("; ")
       })
 
-    return { providers, ask, explain }
+    return { providers, ask, names, explain }
   })

@@ -67,7 +67,7 @@ describe("two routers", () => {
           timeout: Duration.seconds(60),
         })
         const probe = yield* DhtProbe.make(cp)
-        yield* poll(probe.providers([firstAddress], "mcp", "demo"), (found) => found.has(bId), {
+        yield* poll(probe.names(firstAddress, "mcp", "demo"), (found) => found.has(bId), {
           what: "router 1 holds B's records",
           timeout: Duration.seconds(30),
           interval: Duration.millis(250),
@@ -83,7 +83,7 @@ describe("two routers", () => {
         const linked = yield* Effect.all([both(a), both(b), both(c)], { concurrency: "unbounded" })
         const secondAddress = linked[1].find((address) => address !== firstAddress) ?? ""
         // B placed its records while router 2 did not exist: it must place them there when the link comes up.
-        yield* poll(probe.providers([secondAddress], "mcp", "demo"), (found) => found.has(bId), {
+        yield* poll(probe.names(secondAddress, "mcp", "demo"), (found) => found.has(bId), {
           what: "router 2 holds B's records",
           timeout: Duration.seconds(10),
           interval: Duration.millis(250),
@@ -93,7 +93,7 @@ describe("two routers", () => {
         const killedAt = Date.now()
         const healed = yield* Effect.all(
           {
-            dht: poll(probe.providers([secondAddress], "mcp", "demo"), (found) => found.has(bId), {
+            dht: poll(probe.names(secondAddress, "mcp", "demo"), (found) => found.has(bId), {
               what: "router 2 still names B",
               timeout: Duration.seconds(10),
             }),
@@ -122,7 +122,7 @@ describe("two routers", () => {
           { concurrency: "unbounded" },
         )
         yield* second.stop
-        yield* poll(probe.providers([firstAddress], "mcp", "demo"), (found) => found.has(bId), {
+        yield* poll(probe.names(firstAddress, "mcp", "demo"), (found) => found.has(bId), {
           what: "router 1, back, alone names B",
           timeout: Duration.seconds(10),
           interval: Duration.millis(250),
