@@ -14,6 +14,7 @@ import { type Ping, ping } from "@libp2p/ping"
 import { tcp } from "@libp2p/tcp"
 import { yamux } from "@libp2p/yamux"
 import { createLibp2p } from "libp2p"
+import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 
 /** The DHT of the mesh: its own protocol id, so it never mixes with the public IPFS DHT. */
@@ -100,7 +101,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       listen: [...config.listen],
       ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
     },
-    transports: router ? [tcp()] : [tcp(), circuitRelayTransport()],
+    transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionGater: config.gater,
