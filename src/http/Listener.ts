@@ -116,6 +116,13 @@ const holdEarlyRequests = (server: Server): void => {
   server.on("newListener", onListener)
 }
 
+/** Puts `front` ahead of the handlers of `server` (made by `makeServer`) for as long as the scope is open. */
+export const withFront = (server: Server, front: Front) =>
+  Effect.acquireRelease(
+    Effect.sync(() => void fronts.set(server, front)),
+    () => Effect.sync(() => void fronts.delete(server)),
+  )
+
 /** Stops accepting, lets requests in flight finish within the grace, then cuts what is left. */
 export const drain = (server: Server, grace: Duration.Duration) =>
   Effect.gen(function* () {

@@ -2,6 +2,7 @@
 import * as AgentRoutes from "./agents/AgentRoutes.js"
 import * as DebugRoutes from "./debug/DebugRoutes.js"
 import * as HealthRoutes from "./health/HealthRoutes.js"
+import type { InFlight } from "./InFlight.js"
 import * as IdentityRoutes from "./identity/IdentityRoutes.js"
 import * as Middleware from "./Middleware.js"
 import * as McpRoutes from "./mcp/McpRoutes.js"
@@ -22,4 +23,5 @@ export const routes = [
 ]
 
 /** `/v1/*` speaks OpenAI's error dialect, so OpenAI SDKs report our refusals as they report OpenAI's. */
-export const make = Middleware.make(routes, [{ prefix: "/v1/", render: OpenAiError.render }])
+export const make = (inFlight: InFlight) =>
+  Middleware.make(routes, [{ prefix: "/v1/", render: OpenAiError.render }], inFlight)

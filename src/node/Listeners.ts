@@ -18,7 +18,9 @@ import { NodeConfig } from "../config/NodeConfig.js"
 import * as Listener from "../http/Listener.js"
 import * as TraceContext from "../http/TraceContext.js"
 import * as App from "./App.js"
+import * as InFlight from "./InFlight.js"
 import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
+import * as ProxyFront from "./mesh/ProxyFront.js"
 import * as PrivatePaths from "./PrivatePaths.js"
 
 export interface Bound {
@@ -52,7 +54,8 @@ export const layer = Layer.scoped(
   LocalApi,
   Effect.gen(function* () {
     const settings = yield* NodeConfig
-    const app = yield* App.make
+    const inFlight = yield* InFlight.make
+    const app = yield* App.make(inFlight)
 
     /** Serves the API on a server; stopping drains it before the handlers go. */
     const serve = (server: Server, listen: ListenOptions, info: ListenerInfo, what: string) =>
@@ -63,6 +66,7 @@ export const layer = Layer.scoped(
         yield* http
           .serve(Effect.provideService(app, ListenerTag, info))
           .pipe(HttpMiddleware.withTracerDisabledWhenEffect(TraceContext.platformSpansOff))
+        yield* Listener.withFront(server, yield* ProxyFront.make(info, inFlight))
         yield* Effect.addFinalizer(() => Listener.drain(server, Listener.defaults.shutdownGrace))
         return http.address
       })

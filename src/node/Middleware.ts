@@ -7,7 +7,7 @@
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Context, Effect, Either, Option, Ref } from "effect"
+import { Clock, Context, Effect, Either, Option } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
 import {
   Forbidden,
@@ -25,13 +25,14 @@ import { type Agent, CurrentAgent } from "../services/agents/CurrentAgent.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
+import type { InFlight } from "./InFlight.js"
 import { Listener } from "./Listener.js"
 import * as Route from "./Route.js"
 
 /** Probes and scrapes are not counted, so dashboards show agents' traffic rather than monitoring. */
 const UNCOUNTED = new Set(["healthz", "readyz", "metrics"])
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i
+export const BEARER = /^Bearer\s+(\S+)\s*$/i
 
 /**
  * The routes an agent token reaches: the ones that do work on the mesh for an agent, each of which applies the
@@ -40,7 +41,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i
 const AGENT_ROUTES = new Set(["mcp", "mesh_proxy", "discover", "v1_models", "v1_chat_completions", "v1_completions"])
 
 /** Long enough to be a biscuit: an API token never is one, and the agent check costs a parse. */
-const looksLikeAgentToken = (token: string) => token.length > 200
+export const looksLikeAgentToken = (token: string) => token.length > 200
 
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")
@@ -76,7 +77,8 @@ export interface ErrorDialect {
 
 export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
   routes: T,
-  dialects: ReadonlyArray<ErrorDialect> = [],
+  dialects: ReadonlyArray<ErrorDialect>,
+  inFlight: InFlight,
 ) =>
   Effect.gen(function* () {
     const lookup = Route.table(routes)
@@ -96,8 +98,6 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       "Local API request duration by route, in seconds (streams count until they end).",
       LATENCY_BUCKETS,
     )
-    const inFlight = metrics.gauge("mesh_node_http_requests_in_flight", "Local API requests being served now.")
-    const active = yield* Ref.make(0)
 
     /** The agent token presented, verified as this node's (Left: why it is refused); none when it is no agent's. */
     const agentOf = (text: string): Effect.Effect<Option.Option<Either.Either<Agent, string>>> =>
@@ -233,16 +233,11 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       const started = yield* Clock.currentTimeNanos
       const path = pathOf(request.url)
       const found = lookup(request.method, path)
-      inFlight.set({}, yield* Ref.updateAndGet(active, (n) => n + 1))
+      yield* inFlight.enter
       const response = yield* serve(request, found).pipe(
         Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
         traced(request, found),
-        Effect.ensuring(
-          Effect.flatMap(
-            Ref.updateAndGet(active, (n) => n - 1),
-            (n) => Effect.sync(() => inFlight.set({}, n)),
-          ),
-        ),
+        Effect.ensuring(inFlight.leave),
       )
       const label = found._tag === "Found" ? found.match.label : "unmatched"
       if (!UNCOUNTED.has(label)) {

@@ -300,6 +300,13 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       })
       expect(openWhileReading).toBe(before)
       yield* eventually(10, Effect.sync(backend.holdsClosed), (closed) => closed === before + 1)
+      // Counted as a request its client left (499), and no longer in flight: the scrape itself is the one left.
+      const metrics = yield* eventually(
+        10,
+        Effect.map(call(a.url, "/metrics", { headers: token(a) }), (answer) => answer.body),
+        (text) => /mesh_node_http_requests_total\{[^}]*code="499"[^}]*\} [1-9]/.test(text),
+      )
+      expect(metrics).toMatch(/^mesh_node_http_requests_in_flight 1$/m)
     }),
   )
 
