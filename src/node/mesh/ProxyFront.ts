@@ -8,48 +8,27 @@
  * refuse (a missing or wrong token, a foreign Host or Origin, a node not connected, a malformed path, service or
  * label requirement).
  */
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingMessage } from "node:http"
 import { performance } from "node:perf_hooks"
 import { Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Option, Runtime } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as LocalHosts from "../../domain/LocalHosts.js"
-import * as ErrorResponse from "../../http/ErrorResponse.js"
 import type { Front } from "../../http/Listener.js"
+import { writeError } from "../../layers/proxy/Backend.js"
 import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { ApiToken } from "../../services/node/ApiToken.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
 import { LATENCY_BUCKETS, Metrics } from "../../services/operations/Metrics.js"
-import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
+import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import * as App from "../App.js"
 import type { InFlight } from "../InFlight.js"
 import type { ListenerInfo } from "../Listener.js"
 import { BEARER, looksLikeAgentToken } from "../Middleware.js"
+import { closed, internalError } from "../RawHandler.js"
 import * as Route from "../Route.js"
 
 const LABEL = "mesh_proxy"
-
-/** Resolves when the response is finished or its connection closed. */
-const closed = (res: ServerResponse) =>
-  Effect.async<void>((resume) => {
-    if (res.closed) return resume(Effect.void)
-    const done = () => resume(Effect.void)
-    res.once("close", done)
-    return Effect.sync(() => res.off("close", done))
-  })
-
-/** A refusal as the middleware renders it: the one error body. */
-const writeError = (res: ServerResponse, error: ProxyError) => {
-  if (res.headersSent) return void res.destroy()
-  const { status, body } = ErrorResponse.parts(error)
-  const text = JSON.stringify(body)
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "cache-control": "no-store",
-    "content-length": Buffer.byteLength(text),
-  })
-  res.end(text)
-}
 
 export const make = (
   listener: ListenerInfo,
@@ -155,16 +134,7 @@ export const make = (
         }),
       ).pipe(
         Effect.catchAll((error) => Effect.sync(() => writeError(res, error))),
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(
-            Effect.logError("local API handler failed", cause),
-            Effect.sync(() => {
-              if (res.headersSent) return void res.end()
-              res.writeHead(500, { "content-type": "application/json", "cache-control": "no-store" })
-              res.end(JSON.stringify({ error: "internal", message: "internal error" }))
-            }),
-          ),
-        ),
+        Effect.catchAllCause((cause) => internalError(res, cause)),
         Effect.zipRight(closed(res)),
         Effect.ensuring(
           Effect.zipRight(
