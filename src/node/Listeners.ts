@@ -18,10 +18,10 @@ import { NodeConfig } from "../config/NodeConfig.js"
 import * as Listener from "../http/Listener.js"
 import * as TraceContext from "../http/TraceContext.js"
 import * as App from "./App.js"
-import * as InFlight from "./InFlight.js"
 import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
 import * as ProxyFront from "./mesh/ProxyFront.js"
 import * as PrivatePaths from "./PrivatePaths.js"
+import * as RequestMetrics from "./RequestMetrics.js"
 
 export interface Bound {
   readonly tcp: Option.Option<ListenAddress>
@@ -54,8 +54,8 @@ export const layer = Layer.scoped(
   LocalApi,
   Effect.gen(function* () {
     const settings = yield* NodeConfig
-    const inFlight = yield* InFlight.make
-    const app = yield* App.make(inFlight)
+    const metrics = yield* RequestMetrics.make
+    const app = yield* App.make(metrics)
 
     /** Serves the API on a server; stopping drains it before the handlers go. */
     const serve = (server: Server, listen: ListenOptions, info: ListenerInfo, what: string) =>
@@ -66,7 +66,7 @@ export const layer = Layer.scoped(
         yield* http
           .serve(Effect.provideService(app, ListenerTag, info))
           .pipe(HttpMiddleware.withTracerDisabledWhenEffect(TraceContext.platformSpansOff))
-        yield* Listener.withFront(server, yield* ProxyFront.make(info, inFlight))
+        yield* Listener.withFront(server, yield* ProxyFront.make(info, metrics))
         yield* Effect.addFinalizer(() => Listener.drain(server, Listener.defaults.shutdownGrace))
         return http.address
       })

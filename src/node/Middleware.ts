@@ -24,9 +24,8 @@ import { Agents } from "../services/agents/Agents.js"
 import { type Agent, CurrentAgent } from "../services/agents/CurrentAgent.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
-import { LATENCY_BUCKETS, Metrics } from "../services/operations/Metrics.js"
-import type { InFlight } from "./InFlight.js"
 import { Listener } from "./Listener.js"
+import type { RequestMetrics } from "./RequestMetrics.js"
 import * as Route from "./Route.js"
 
 /** Probes and scrapes are not counted, so dashboards show agents' traffic rather than monitoring. */
@@ -42,6 +41,13 @@ const AGENT_ROUTES = new Set(["mcp", "mesh_proxy", "discover", "v1_models", "v1_
 
 /** Long enough to be a biscuit: an API token never is one, and the agent check costs a parse. */
 export const looksLikeAgentToken = (token: string) => token.length > 200
+
+/** The names the local API answers to in Host and Origin (DNS rebinding), from the node's settings. */
+export const hostRules = (settings: NodeConfig["Type"]) =>
+  LocalHosts.rules(
+    Option.getOrUndefined(Option.map(settings.bindAddress, (address) => address.host)),
+    settings.allowedHosts,
+  )
 
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")
@@ -78,7 +84,7 @@ export interface ErrorDialect {
 export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
   routes: T,
   dialects: ReadonlyArray<ErrorDialect>,
-  inFlight: InFlight,
+  metrics: RequestMetrics,
 ) =>
   Effect.gen(function* () {
     const lookup = Route.table(routes)
@@ -86,18 +92,8 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       dialects.find((d) => path.startsWith(d.prefix))?.render ?? ErrorResponse.body
     const token = yield* ApiToken
     const settings = yield* NodeConfig
-    const hosts = LocalHosts.rules(
-      Option.getOrUndefined(Option.map(settings.bindAddress, (address) => address.host)),
-      settings.allowedHosts,
-    )
+    const hosts = hostRules(settings)
     const lifecycle = yield* NodeLifecycle
-    const metrics = yield* Metrics
-    const requests = metrics.counter("mesh_node_http_requests_total", "Local API requests by route and status code.")
-    const latency = metrics.histogram(
-      "mesh_node_http_request_duration_seconds",
-      "Local API request duration by route, in seconds (streams count until they end).",
-      LATENCY_BUCKETS,
-    )
 
     /** The agent token presented, verified as this node's (Left: why it is refused); none when it is no agent's. */
     const agentOf = (text: string): Effect.Effect<Option.Option<Either.Either<Agent, string>>> =>
@@ -233,16 +229,15 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
       const started = yield* Clock.currentTimeNanos
       const path = pathOf(request.url)
       const found = lookup(request.method, path)
-      yield* inFlight.enter
+      yield* metrics.enter
       const response = yield* serve(request, found).pipe(
         Effect.catchAllCause((cause) => ErrorResponse.fromCause(cause, renderFor(path))),
         traced(request, found),
-        Effect.ensuring(inFlight.leave),
+        Effect.ensuring(metrics.leave),
       )
       const label = found._tag === "Found" ? found.match.label : "unmatched"
       if (!UNCOUNTED.has(label)) {
-        requests.inc({ route: label, code: String(response.status) })
-        latency.observe({ route: label }, Number((yield* Clock.currentTimeNanos) - started) / 1e9)
+        metrics.record(label, response.status, Number((yield* Clock.currentTimeNanos) - started) / 1e9)
       }
       return response
     })

@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage } from "node:http"
 import { performance } from "node:perf_hooks"
-import { Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Option, Runtime } from "effect"
+import { Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Runtime } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as LocalHosts from "../../domain/LocalHosts.js"
@@ -19,39 +19,27 @@ import { writeError } from "../../layers/proxy/Backend.js"
 import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { ApiToken } from "../../services/node/ApiToken.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
-import { LATENCY_BUCKETS, Metrics } from "../../services/operations/Metrics.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import * as App from "../App.js"
-import type { InFlight } from "../InFlight.js"
 import type { ListenerInfo } from "../Listener.js"
-import { BEARER, looksLikeAgentToken } from "../Middleware.js"
+import { BEARER, hostRules, looksLikeAgentToken } from "../Middleware.js"
 import { closed, internalError } from "../RawHandler.js"
+import type { RequestMetrics } from "../RequestMetrics.js"
 import * as Route from "../Route.js"
 
 const LABEL = "mesh_proxy"
 
 export const make = (
   listener: ListenerInfo,
-  inFlight: InFlight,
-): Effect.Effect<Front, never, NodeConfig | ApiToken | NodeLifecycle | Metrics> =>
+  metrics: RequestMetrics,
+): Effect.Effect<Front, never, NodeConfig | ApiToken | NodeLifecycle> =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     if (FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerEnabled)) return () => false
     const settings = yield* NodeConfig
     const token = yield* ApiToken
     const lifecycle = yield* NodeLifecycle
-    const metrics = yield* Metrics
-    // The same series the middleware writes; registering one again returns it.
-    const requests = metrics.counter("mesh_node_http_requests_total", "Local API requests by route and status code.")
-    const latency = metrics.histogram(
-      "mesh_node_http_request_duration_seconds",
-      "Local API request duration by route, in seconds (streams count until they end).",
-      LATENCY_BUCKETS,
-    )
-    const hosts = LocalHosts.rules(
-      Option.getOrUndefined(Option.map(settings.bindAddress, (address) => address.host)),
-      settings.allowedHosts,
-    )
+    const hosts = hostRules(settings)
     const lookup = Route.table<Route.Requirements<typeof App.routes>>(App.routes)
     const trusted = listener.kind === "socket" || listener.verifiedClient
     const runSync = Runtime.runSyncExit(runtime)
@@ -138,16 +126,15 @@ export const make = (
         Effect.zipRight(closed(res)),
         Effect.ensuring(
           Effect.zipRight(
-            inFlight.leave,
-            Effect.sync(() => {
-              // 499: the client went away before its answer was done.
-              requests.inc({ route: LABEL, code: String(res.writableFinished ? res.statusCode : 499) })
-              latency.observe({ route: LABEL }, (performance.now() - started) / 1000)
-            }),
+            metrics.leave,
+            // 499: the client went away before its answer was done.
+            Effect.sync(() =>
+              metrics.record(LABEL, res.writableFinished ? res.statusCode : 499, (performance.now() - started) / 1000),
+            ),
           ),
         ),
       )
-      const fiber = run(Effect.zipRight(inFlight.enter, forward))
+      const fiber = run(Effect.zipRight(metrics.enter, forward))
       // The client went away before its answer was done: the exchange is dropped, which resets the peer's stream.
       res.once("close", () => {
         if (!res.writableFinished) run(Fiber.interrupt(fiber))
