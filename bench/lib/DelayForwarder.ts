@@ -77,3 +77,41 @@ export const start = (target: number, delayMs: number, port = 0): Promise<DelayF
       })
     })
   })
+
+export interface LinkProbe {
+  /** ms for one byte to cross the link and come back: the link's own round trip, timers' lateness included. */
+  readonly roundTrip: () => Promise<number>
+  readonly close: () => Promise<void>
+}
+
+/**
+ * A byte echoed across a forwarder of `delayMs`: what the link really adds to a round trip. Timers fire up to a
+ * millisecond late on each leg, more on a busy machine, so the measured figure, not `2 × delayMs`, is the physical
+ * limit a path through the link is compared with.
+ */
+export const probe = async (delayMs: number): Promise<LinkProbe> => {
+  const echo = createServer((socket) => {
+    socket.setNoDelay(true)
+    socket.on("error", () => socket.destroy())
+    socket.pipe(socket)
+  })
+  await new Promise<void>((resolve) => echo.listen(0, "127.0.0.1", resolve))
+  const address = echo.address()
+  const link = await start(typeof address === "object" && address !== null ? address.port : 0, delayMs)
+  const client = createConnection({ host: "127.0.0.1", port: link.port })
+  client.setNoDelay(true)
+  await new Promise<void>((resolve, reject) => client.once("connect", resolve).once("error", reject))
+  return {
+    roundTrip: () =>
+      new Promise((resolve) => {
+        const started = performance.now()
+        client.once("data", () => resolve(performance.now() - started))
+        client.write("x")
+      }),
+    close: async () => {
+      client.destroy()
+      await link.close()
+      await new Promise((resolve) => echo.close(resolve))
+    },
+  }
+}
