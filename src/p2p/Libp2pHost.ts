@@ -16,6 +16,7 @@ import { yamux } from "@libp2p/yamux"
 import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
+import * as KnownProtocols from "./KnownProtocols.js"
 
 /** The DHT of the mesh: its own protocol id, so it never mixes with the public IPFS DHT. */
 export const DHT_PROTOCOL = "/mesh/kad/1.0.0"
@@ -94,7 +95,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         }),
       }
     : {}
-  return createLibp2p<MeshServices>({
+  const libp2p = await createLibp2p<MeshServices>({
     start: false,
     privateKey: await generateKeyPairFromSeed("Ed25519", config.seed),
     addresses: {
@@ -134,4 +135,6 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       ...relay,
     },
   })
+  KnownProtocols.install(libp2p)
+  return libp2p
 }
