@@ -17,6 +17,7 @@ import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
+import * as QuietLogger from "./QuietLogger.js"
 
 /** The DHT of the mesh: its own protocol id, so it never mixes with the public IPFS DHT. */
 export const DHT_PROTOCOL = "/mesh/kad/1.0.0"
@@ -96,6 +97,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       }
     : {}
   const libp2p = await createLibp2p<MeshServices>({
+    ...QuietLogger.option(),
     start: false,
     privateKey: await generateKeyPairFromSeed("Ed25519", config.seed),
     addresses: {

@@ -1,19 +1,12 @@
 import { createServer, type Socket } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import type { ComponentLogger, Connection, Logger, MultiaddrConnection, Upgrader } from "@libp2p/interface"
+import type { Connection, MultiaddrConnection, Upgrader } from "@libp2p/interface"
 import { tcp } from "@libp2p/tcp"
 import { multiaddr } from "@multiformats/multiaddr"
 import { corked } from "../../src/p2p/CorkedTcp.js"
+import * as QuietLogger from "../../src/p2p/QuietLogger.js"
 
-/** libp2p's logger interface, silent. */
-const silent = (): Logger =>
-  Object.assign(() => undefined, {
-    enabled: false,
-    error: () => undefined,
-    trace: () => undefined,
-    newScope: () => silent(),
-  }) as unknown as Logger
-const logger: ComponentLogger = { forComponent: () => silent() }
+const { logger } = QuietLogger.option({})
 
 /** A loopback server that keeps what it receives. */
 const sink = async () => {
