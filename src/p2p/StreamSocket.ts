@@ -54,20 +54,22 @@ export class StreamSocket extends Duplex {
     let echo = proposed === undefined ? undefined : new EchoReader(proposed)
     stream.addEventListener("message", (event) => {
       const data = event.data
-      let bytes = data instanceof Uint8Array ? data : data.subarray()
-      this.bytesRead += bytes.byteLength
+      this.bytesRead += data.byteLength
+      let parts: Iterable<Uint8Array> = data instanceof Uint8Array ? [data] : data
       if (echo !== undefined) {
         try {
-          const rest = echo.feed(bytes)
+          const rest = echo.feed(data instanceof Uint8Array ? data : data.subarray())
           if (rest === undefined) return
           echo = undefined
-          bytes = rest
+          parts = [rest]
         } catch (error) {
           return this.abort(asError(error))
         }
-        if (bytes.byteLength === 0) return
       }
-      if (!this.push(bytes) && stream.readStatus === "readable") stream.pause()
+      // A message that spans several of yamux's buffers is passed on buffer by buffer, not copied into one.
+      let wanted = true
+      for (const part of parts) if (part.byteLength > 0) wanted = this.push(part)
+      if (!wanted && stream.readStatus === "readable") stream.pause()
     })
     // 'end': the remote closed its writing side and everything it sent has been delivered.
     stream.addEventListener("end", () => {
