@@ -46,15 +46,17 @@ export const parts = (error: ApiError): { readonly status: number; readonly body
   body: { error: snakeCase(error._tag), message: error.message },
 })
 
+/** The headers a domain error's answer carries: when to try again, or the methods allowed. */
+export const headersOf = (error: ApiError): Record<string, string> | undefined =>
+  error instanceof RateLimited || error instanceof NoAvailableProvider
+    ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
+    : error instanceof MethodNotAllowed
+      ? { allow: error.allow.join(", ") }
+      : undefined
+
 export const fromApiError = (error: ApiError, render: Renderer = body): HttpServerResponse.HttpServerResponse => {
   const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)
-  const headers =
-    error instanceof RateLimited || error instanceof NoAvailableProvider
-      ? { "retry-after": String(Math.max(1, Math.ceil(error.retryAfterSeconds))) }
-      : error instanceof MethodNotAllowed
-        ? { allow: error.allow.join(", ") }
-        : undefined
-  return render(status, snakeCase(error._tag), error.message, headers)
+  return render(status, snakeCase(error._tag), error.message, headersOf(error))
 }
 
 /** Names the offending fields only: decode messages may quote the input, which can be a secret. */

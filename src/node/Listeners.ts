@@ -18,8 +18,8 @@ import { NodeConfig } from "../config/NodeConfig.js"
 import * as Listener from "../http/Listener.js"
 import * as TraceContext from "../http/TraceContext.js"
 import * as App from "./App.js"
+import * as Front from "./Front.js"
 import { type ListenerInfo, Listener as ListenerTag } from "./Listener.js"
-import * as ProxyFront from "./mesh/ProxyFront.js"
 import * as PrivatePaths from "./PrivatePaths.js"
 import * as RequestMetrics from "./RequestMetrics.js"
 
@@ -66,7 +66,7 @@ export const layer = Layer.scoped(
         yield* http
           .serve(Effect.provideService(app, ListenerTag, info))
           .pipe(HttpMiddleware.withTracerDisabledWhenEffect(TraceContext.platformSpansOff))
-        yield* Listener.withFront(server, yield* ProxyFront.make(info, metrics))
+        yield* Listener.withFront(server, yield* Front.make(info, metrics, App.fast))
         yield* Effect.addFinalizer(() => Listener.drain(server, Listener.defaults.shutdownGrace))
         return http.address
       })

@@ -1,5 +1,5 @@
 /**
- * The local API's request metrics, one set per node: the middleware and the proxy front answer requests of the same
+ * The local API's request metrics, one set per node: the middleware and the front answer requests of the same
  * API, so they write the same series through this one object instead of registering them each.
  */
 import { Effect, Ref } from "effect"

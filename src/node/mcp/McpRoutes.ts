@@ -3,6 +3,7 @@
  * the login server; while joining or disconnected it answers 503 (the agent's readiness signal); then the full
  * server. The older SSE transport is refused with 400 and a pointer to Streamable HTTP: a GET without a session is
  * its event stream, `/sse` and `/messages` its routes. The MCP SDK is loaded with the first request that needs it.
+ * A plain request to a member connected to the mesh is answered by the front (src/node/Front.ts): `fast`.
  */
 
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -13,6 +14,7 @@ import * as Lazy from "../../platform/Lazy.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
+import type { Fast } from "../Front.js"
 import { raw } from "../RawHandler.js"
 import * as Route from "../Route.js"
 
@@ -46,6 +48,12 @@ const handler = Effect.gen(function* () {
   const agent = Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
   return yield* raw((req, res) => gateway.handle(req, res, agent))
 })
+
+/** The front's answer: the full server's, for the Streamable HTTP transport's requests (no agent's: see Front). */
+export const fast: Fast = ({ req, res, path }) =>
+  (path !== "/mcp" && path !== "/") || (req.method === "GET" && req.headers["mcp-session-id"] === undefined)
+    ? undefined
+    : Effect.flatMap(McpGateway, (gateway) => gateway.handle(req, res))
 
 const mcp = (path: string) =>
   Route.make({

@@ -6,8 +6,10 @@
  * `code` is the same stable snake_case code the rest of the API puts in its error body; `type` is OpenAI's kind of
  * error for the status. The status is what the SDKs map to their error classes (404 is `NotFoundError`).
  */
+import type { ServerResponse } from "node:http"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type * as ErrorResponse from "../../http/ErrorResponse.js"
+import type { ApiError } from "../../domain/Errors.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
 
 export interface OpenAiErrorBody {
   readonly error: {
@@ -38,3 +40,19 @@ export const render: ErrorResponse.Renderer = (status, code, message, headers) =
     status,
     headers: { "cache-control": "no-store", ...headers },
   })
+
+/** The same answer written on a Node response, for handlers that write it themselves. */
+export const write = (res: ServerResponse, error: ApiError, headers?: Record<string, string>): void => {
+  // An answer under way cannot turn into an error: it is cut, which the client sees.
+  if (res.headersSent) return void res.destroy(new Error(error.message))
+  const parts = ErrorResponse.parts(error)
+  const text = JSON.stringify(body(parts.status, parts.body.error, parts.body.message))
+  res.writeHead(parts.status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+    ...ErrorResponse.headersOf(error),
+    ...headers,
+  })
+  res.end(text)
+}

@@ -1,0 +1,148 @@
+/**
+ * The local API's busiest routes answered on node:http ahead of the platform (`Listener.Front`): the platform's
+ * request fiber, the middleware's steps and the route's wrapping cost a calling node as much CPU as the work itself.
+ * The front takes the plain case only, the request the middleware would hand on unchanged: Host and Origin of this
+ * machine, the API token or a trusted listener, no agent token (an agent's scope is the route's to apply), the node a
+ * member connected to the mesh, tracing off (the middleware makes the span). A route's fast answer may decline too
+ * (anything the route would refuse). Whatever is declined goes on to the platform untouched and is answered there as
+ * always. Requests the front answers are counted and timed as the middleware counts them.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { performance } from "node:perf_hooks"
+import { type Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Runtime } from "effect"
+import { NodeConfig } from "../config/NodeConfig.js"
+import * as LocalHosts from "../domain/LocalHosts.js"
+import type { Front } from "../http/Listener.js"
+import type { AgentLog } from "../services/agents/AgentLog.js"
+import { ApiToken } from "../services/node/ApiToken.js"
+import { type MemberServices, NodeLifecycle } from "../services/node/NodeLifecycle.js"
+import * as App from "./App.js"
+import type { ListenerInfo } from "./Listener.js"
+import { BEARER, hostRules, looksLikeAgentToken } from "./Middleware.js"
+import { closed, internalError } from "./RawHandler.js"
+import type { RequestMetrics } from "./RequestMetrics.js"
+import * as Route from "./Route.js"
+
+/** A request the middleware would have handed to its route as it is. */
+export interface Plain {
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly match: Route.Match
+  /** The raw path, without the query. */
+  readonly path: string
+  /** The raw query, without `?`. */
+  readonly query: string
+  /** The request's headers with the API token removed, as the middleware passes them on. */
+  readonly headers: IncomingMessage["headers"]
+  readonly listener: ListenerInfo
+}
+
+/**
+ * A route's answer on node:http, or undefined to leave the request to the platform. The effect writes the whole
+ * answer, errors included, and completes when it is written.
+ */
+export type Fast = (plain: Plain) => Effect.Effect<void, never, MemberServices | AgentLog> | undefined
+
+export const make = (
+  listener: ListenerInfo,
+  metrics: RequestMetrics,
+  fast: Readonly<Record<string, Fast>>,
+): Effect.Effect<Front, never, NodeConfig | ApiToken | NodeLifecycle | AgentLog> =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<AgentLog>()
+    if (FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentTracerEnabled)) return () => false
+    const settings = yield* NodeConfig
+    const token = yield* ApiToken
+    const lifecycle = yield* NodeLifecycle
+    const hosts = hostRules(settings)
+    const lookup = Route.table<Route.Requirements<typeof App.routes>>(App.routes)
+    const trusted = listener.kind === "socket" || listener.verifiedClient
+    const runSync = Runtime.runSyncExit(runtime)
+    const run = Runtime.runFork(runtime)
+
+    /**
+     * The headers to pass on, the API token removed (Middleware.authenticate's rules); undefined when the middleware
+     * must decide: a refusal, or an agent token.
+     */
+    const authenticated = (headers: IncomingMessage["headers"], access: Route.Access) => {
+      const own = headers["x-mesh-authentication"]
+      if (Array.isArray(own)) return undefined
+      const authorization = BEARER.exec(headers.authorization ?? "")?.[1]
+      // `Authorization` carries the API token only where the route is no forwarding one (it is the service's there).
+      const presented = own === undefined ? (access === "token" ? authorization : undefined) : BEARER.exec(own)?.[1]
+      if (own !== undefined && presented === undefined) return undefined
+      if (presented === undefined) {
+        if (!trusted) return undefined
+      } else {
+        const isApiToken = token.matches(presented)
+        if (!isApiToken && looksLikeAgentToken(presented)) return undefined
+        if (!trusted && !isApiToken) return undefined
+      }
+      const passed = { ...headers }
+      delete passed["x-mesh-authentication"]
+      if (authorization !== undefined && token.matches(authorization)) delete passed.authorization
+      return passed
+    }
+
+    /** The member's services, when the node is a member connected to the mesh (the routes' availability). */
+    const connectedMember = (): Context.Context<MemberServices> | undefined => {
+      const phase = runSync(lifecycle.phase)
+      if (Exit.isFailure(phase) || phase.value._tag !== "Member") return undefined
+      const connected = runSync(lifecycle.connected)
+      return Exit.isSuccess(connected) && connected.value ? phase.value.context : undefined
+    }
+
+    return (req, res) => {
+      const url = req.url ?? "/"
+      const q = url.indexOf("?")
+      const path = q === -1 ? url : url.slice(0, q)
+      const found = lookup(req.method ?? "GET", path)
+      if (found._tag !== "Found") return false
+      const answer = fast[found.match.label]
+      if (answer === undefined || found.route.access === "open" || found.route.access === "strong") return false
+      // A browser cannot reach the socket; elsewhere a page under another name shows it in Host or Origin.
+      if (
+        listener.kind !== "socket" &&
+        (!LocalHosts.hostAllowed(hosts, req.headers.host) || !LocalHosts.originAllowed(hosts, req.headers.origin))
+      )
+        return false
+      const headers = authenticated(req.headers, found.route.access)
+      if (headers === undefined) return false
+      const member = connectedMember()
+      if (member === undefined) return false
+      const work = answer({
+        req,
+        res,
+        match: found.match,
+        path,
+        query: q === -1 ? "" : url.slice(q + 1),
+        headers,
+        listener,
+      })
+      if (work === undefined) return false
+
+      const started = performance.now()
+      const label = found.match.label
+      const served = work.pipe(
+        Effect.provide(member),
+        Effect.catchAllCause((cause) => internalError(res, cause)),
+        Effect.zipRight(closed(res)),
+        Effect.ensuring(
+          Effect.zipRight(
+            metrics.leave,
+            // 499: the client went away before its answer was done.
+            Effect.sync(() =>
+              metrics.record(label, res.writableFinished ? res.statusCode : 499, (performance.now() - started) / 1000),
+            ),
+          ),
+        ),
+      )
+      const fiber = run(Effect.zipRight(metrics.enter, served))
+      // The client went away before its answer was done: the work is dropped (a peer's stream reset, a provider's
+      // request ended).
+      res.once("close", () => {
+        if (!res.writableFinished) run(Fiber.interrupt(fiber))
+      })
+      return true
+    }
+  })
