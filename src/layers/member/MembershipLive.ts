@@ -216,7 +216,11 @@ export const make = (
       yield* Ref.set(routers, [...info.routerAddresses])
     })
 
-    const sync = Effect.zipRight(syncKeys, syncInfo)
+    /**
+     * Keys, then bans and routers. Each is read whatever became of the other: a key set that fails to verify (or a
+     * `/keys` that fails) must not hold back a ban. A failure is reported once both have been tried.
+     */
+    const sync = Effect.flatMap(Effect.exit(syncKeys), (keys) => Effect.zipRight(syncInfo, keys))
     yield* sync
 
     const refresh = (due: CredentialSchedule.Due) =>

@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
-import { Chunk, Duration, Effect, Fiber, Option, Redacted, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, Layer, Option, Redacted, Ref, TestClock } from "effect"
 import * as PeerKey from "../../../src/domain/PeerKey.js"
 import { EnrollmentStatus } from "../../../src/gen/mesh_pb.js"
 import * as ControlPlaneClientLive from "../../../src/layers/member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../../../src/layers/member/MembershipLive.js"
+import { ControlPlaneClient, ControlPlaneUnreachable } from "../../../src/services/member/ControlPlaneClient.js"
 import * as Harness from "../../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../../src/testing/MeshClient.js"
 import { admin, mintToken } from "../../support/admin.js"
@@ -88,6 +89,45 @@ describeDatabases("membership enrollment", (db) => {
       const joined = yield* member(cp, token.token, yield* dataDirWithKey(peer.seed))
       expect(joined.peerId).toBe(peer.peerId)
       expect((yield* MeshClient.refresh(cp.url, peer, yield* joined.credential)).status).toBe(200)
+    }),
+  )
+
+  it.scoped("a key sync that fails does not hold back the bans: the periodic sync applies them all the same", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh, autoApproveEnrollment: true })
+      // The control plane's /keys fails while `keysDown` is set; everything else answers as always.
+      const keysDown = yield* Ref.make(false)
+      const client = ControlPlaneClientLive.make(cp.url)
+      const flakyKeys = Layer.succeed(
+        ControlPlaneClient,
+        ControlPlaneClient.of({
+          ...client,
+          keys: Effect.flatMap(Ref.get(keysDown), (down) =>
+            down ? Effect.fail(new ControlPlaneUnreachable({ reason: "/keys fails in this test" })) : client.keys,
+          ),
+        }),
+      )
+      const joined = yield* MembershipLive.make({
+        role: "mesh:role:node",
+        labels: {},
+        bootstrapToken: Option.some(Redacted.make((yield* mintToken(cp)).token)),
+        idToken: Option.none(),
+        dataDir: Option.some(yield* dataDirWithKey(PeerKey.generate().seed)),
+        syncInterval: Duration.minutes(5),
+      }).pipe(Effect.provide(flakyKeys))
+      const other = PeerKey.generate()
+      yield* MeshClient.enroll(cp.url, other, (yield* mintToken(cp)).token)
+
+      yield* Ref.set(keysDown, true)
+      expect((yield* admin(cp, "POST", "/admin/revoke", { peer_id: other.peerId })).status).toBe(200)
+      // The ban's event is lost (this member hears none): the sync is what brings it.
+      expect((yield* joined.banned).has(other.peerId)).toBe(false)
+      yield* eventually(TestClock.sleeps(), (due) => Chunk.some(due, (at) => at === T0 + 300_000), {
+        what: "the sync waits for its interval",
+      })
+      yield* TestClock.adjust(Duration.minutes(5))
+      yield* eventually(joined.banned, (banned) => banned.has(other.peerId), { what: "the sync applied the ban" })
     }),
   )
 })
