@@ -1,7 +1,7 @@
 /** The node's local API: every route group, by audience, in one table served through the middleware. */
 import * as AgentRoutes from "./agents/AgentRoutes.js"
 import * as DebugRoutes from "./debug/DebugRoutes.js"
-import type { Fast } from "./Front.js"
+import type { Fast } from "./FastAnswer.js"
 import * as HealthRoutes from "./health/HealthRoutes.js"
 import * as IdentityRoutes from "./identity/IdentityRoutes.js"
 import * as Middleware from "./Middleware.js"

@@ -7,7 +7,7 @@
  * (anything the route would refuse). Whatever is declined goes on to the platform untouched and is answered there as
  * always. Requests the front answers are counted and timed as the middleware counts them.
  */
-import type { IncomingMessage, ServerResponse } from "node:http"
+import type { IncomingMessage } from "node:http"
 import { performance } from "node:perf_hooks"
 import { type Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Runtime } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
@@ -17,31 +17,12 @@ import type { AgentLog } from "../services/agents/AgentLog.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { type MemberServices, NodeLifecycle } from "../services/node/NodeLifecycle.js"
 import * as App from "./App.js"
+import type { Fast } from "./FastAnswer.js"
 import type { ListenerInfo } from "./Listener.js"
 import { BEARER, hostRules, looksLikeAgentToken } from "./Middleware.js"
 import { closed, internalError } from "./RawHandler.js"
 import type { RequestMetrics } from "./RequestMetrics.js"
 import * as Route from "./Route.js"
-
-/** A request the middleware would have handed to its route as it is. */
-export interface Plain {
-  readonly req: IncomingMessage
-  readonly res: ServerResponse
-  readonly match: Route.Match
-  /** The raw path, without the query. */
-  readonly path: string
-  /** The raw query, without `?`. */
-  readonly query: string
-  /** The request's headers with the API token removed, as the middleware passes them on. */
-  readonly headers: IncomingMessage["headers"]
-  readonly listener: ListenerInfo
-}
-
-/**
- * A route's answer on node:http, or undefined to leave the request to the platform. The effect writes the whole
- * answer, errors included, and completes when it is written.
- */
-export type Fast = (plain: Plain) => Effect.Effect<void, never, MemberServices | AgentLog> | undefined
 
 export const make = (
   listener: ListenerInfo,

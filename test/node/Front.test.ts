@@ -10,6 +10,7 @@ import { Context, Effect, Layer, Option, Redacted, Ref } from "effect"
 import * as NodeConfig from "../../src/config/NodeConfig.js"
 import * as Listener from "../../src/http/Listener.js"
 import * as ApiTokenLive from "../../src/layers/node/ApiTokenLive.js"
+import type { Fast } from "../../src/node/FastAnswer.js"
 import * as Front from "../../src/node/Front.js"
 import type { ListenerInfo } from "../../src/node/Listener.js"
 import * as McpRoutes from "../../src/node/mcp/McpRoutes.js"
@@ -21,7 +22,7 @@ import { type MemberServices, NodeLifecycle, type Phase } from "../../src/servic
 const TOKEN = "front-test-token-0123456789"
 
 /** A fast answer that echoes the headers it was handed; `/v1/completions` declines, as a route refusing would. */
-const fast: Record<string, Front.Fast> = {
+const fast: Record<string, Fast> = {
   mesh_proxy: ({ res, headers, match }) =>
     Effect.sync(() => {
       res.writeHead(200, { "content-type": "application/json" })

@@ -14,7 +14,7 @@ import * as Lazy from "../../platform/Lazy.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { McpGateway } from "../../services/mcp/McpGateway.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
-import type { Fast } from "../Front.js"
+import type { Fast } from "../FastAnswer.js"
 import { raw } from "../RawHandler.js"
 import * as Route from "../Route.js"
 

@@ -8,7 +8,7 @@ import * as Forwarding from "../../domain/Forwarding.js"
 import { writeError } from "../../layers/proxy/Backend.js"
 import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
-import type { Fast } from "../Front.js"
+import type { Fast } from "../FastAnswer.js"
 import { closed } from "../RawHandler.js"
 
 export const fast: Fast = ({ req, res, match, path, query, headers, listener }) => {

@@ -16,7 +16,7 @@ import * as Body from "../../layers/inference/Body.js"
 import type { AgentLog } from "../../services/agents/AgentLog.js"
 import { AGENT_HEADER, CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { InferenceRouter } from "../../services/inference/InferenceRouter.js"
-import type { Fast } from "../Front.js"
+import type { Fast } from "../FastAnswer.js"
 import * as OpenAiError from "./OpenAiError.js"
 
 const millis = (nanos: bigint): string => (Number(nanos) / 1e6).toFixed(3)
