@@ -28,6 +28,7 @@ import * as AuthProtocol from "../../p2p/AuthProtocol.js"
 import * as Gate from "../../p2p/Gate.js"
 import { gossipsOver, isGossipProtocol, RouterPeering, Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
+import * as Identify from "../../p2p/Identify.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import * as OptimisticSelect from "../../p2p/OptimisticSelect.js"
 import type { AuthenticatedPeer, MeshTrust } from "../../p2p/Trust.js"
@@ -98,8 +99,10 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       trust: options.trust,
       // Kad-dht and gossipsub learn of a peer from identify, so they see authenticated peers only.
       admitted: (connection) => {
-        peering.admitted(connection.remotePeer.toString())
-        libp2p.services.identify.identify(connection).catch(() => undefined)
+        const peer = connection.remotePeer.toString()
+        peering.admitted(peer)
+        const essential = gossipsOver(options.mode === "router", admissions.get(peer)?.role)
+        runFork(Identify.afterAdmission((c) => libp2p.services.identify.identify(c), connection, essential))
       },
     }
 
