@@ -3,11 +3,11 @@
  * request fiber, the middleware's steps and the route's wrapping cost a calling node as much CPU as the work itself.
  * The front takes the plain case only, the request the middleware would hand on unchanged: Host and Origin of this
  * machine, the API token or a trusted listener, no agent token (an agent's scope is the route's to apply), the node a
- * member connected to the mesh, tracing off (the middleware makes the span). A route's fast answer may decline too
- * (anything the route would refuse). Whatever is declined goes on to the platform untouched and is answered there as
- * always. Requests the front answers are counted and timed as the middleware counts them.
+ * member connected to the mesh, tracing off (the middleware makes the span). Who is let in is decided by the same
+ * rule as the middleware's (`Admission`). A route's fast answer may decline too (anything the route would refuse).
+ * Whatever is declined goes on to the platform untouched and is answered there as always. Requests the front answers
+ * are counted and timed as the middleware counts them.
  */
-import type { IncomingMessage } from "node:http"
 import { performance } from "node:perf_hooks"
 import { type Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Runtime } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
@@ -16,10 +16,11 @@ import type { Front } from "../http/Listener.js"
 import type { AgentLog } from "../services/agents/AgentLog.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { type MemberServices, NodeLifecycle } from "../services/node/NodeLifecycle.js"
+import * as Admission from "./Admission.js"
 import * as App from "./App.js"
 import type { Fast } from "./FastAnswer.js"
 import type { ListenerInfo } from "./Listener.js"
-import { BEARER, hostRules, looksLikeAgentToken } from "./Middleware.js"
+import { hostRules } from "./Middleware.js"
 import { closed, internalError } from "./RawHandler.js"
 import type { RequestMetrics } from "./RequestMetrics.js"
 import * as Route from "./Route.js"
@@ -40,30 +41,6 @@ export const make = (
     const trusted = listener.kind === "socket" || listener.verifiedClient
     const runSync = Runtime.runSyncExit(runtime)
     const run = Runtime.runFork(runtime)
-
-    /**
-     * The headers to pass on, the API token removed (Middleware.authenticate's rules); undefined when the middleware
-     * must decide: a refusal, or an agent token.
-     */
-    const authenticated = (headers: IncomingMessage["headers"], access: Route.Access) => {
-      const own = headers["x-mesh-authentication"]
-      if (Array.isArray(own)) return undefined
-      const authorization = BEARER.exec(headers.authorization ?? "")?.[1]
-      // `Authorization` carries the API token only where the route is no forwarding one (it is the service's there).
-      const presented = own === undefined ? (access === "token" ? authorization : undefined) : BEARER.exec(own)?.[1]
-      if (own !== undefined && presented === undefined) return undefined
-      if (presented === undefined) {
-        if (!trusted) return undefined
-      } else {
-        const isApiToken = token.matches(presented)
-        if (!isApiToken && looksLikeAgentToken(presented)) return undefined
-        if (!trusted && !isApiToken) return undefined
-      }
-      const passed = { ...headers }
-      delete passed["x-mesh-authentication"]
-      if (authorization !== undefined && token.matches(authorization)) delete passed.authorization
-      return passed
-    }
 
     /** The member's services, when the node is a member connected to the mesh (the routes' availability). */
     const connectedMember = (): Context.Context<MemberServices> | undefined => {
@@ -87,8 +64,10 @@ export const make = (
         (!LocalHosts.hostAllowed(hosts, req.headers.host) || !LocalHosts.originAllowed(hosts, req.headers.origin))
       )
         return false
-      const headers = authenticated(req.headers, found.route.access)
-      if (headers === undefined) return false
+      // Refusals and agent tokens are the middleware's to answer.
+      const admission = Admission.admit(req.headers, found.route.access, trusted, token.matches)
+      if (admission._tag !== "Admitted") return false
+      const headers = admission.headers
       const member = connectedMember()
       if (member === undefined) return false
       const work = answer({

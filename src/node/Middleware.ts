@@ -14,7 +14,7 @@ import {
   MethodNotAllowed,
   NotFound,
   StrongTransportRequired,
-  Unauthorized,
+  type Unauthorized,
   Unavailable,
 } from "../domain/Errors.js"
 import * as LocalHosts from "../domain/LocalHosts.js"
@@ -24,6 +24,7 @@ import { Agents } from "../services/agents/Agents.js"
 import { type Agent, CurrentAgent } from "../services/agents/CurrentAgent.js"
 import { ApiToken } from "../services/node/ApiToken.js"
 import { NodeLifecycle } from "../services/node/NodeLifecycle.js"
+import * as Admission from "./Admission.js"
 import { Listener } from "./Listener.js"
 import type { RequestMetrics } from "./RequestMetrics.js"
 import * as Route from "./Route.js"
@@ -31,16 +32,11 @@ import * as Route from "./Route.js"
 /** Probes and scrapes are not counted, so dashboards show agents' traffic rather than monitoring. */
 const UNCOUNTED = new Set(["healthz", "readyz", "metrics"])
 
-export const BEARER = /^Bearer\s+(\S+)\s*$/i
-
 /**
  * The routes an agent token reaches: the ones that do work on the mesh for an agent, each of which applies the
  * agent's scope. Everything else (identity evidence, debug views, minting, the call log) is the operator's.
  */
 const AGENT_ROUTES = new Set(["mcp", "mesh_proxy", "discover", "v1_models", "v1_chat_completions", "v1_completions"])
-
-/** Long enough to be a biscuit: an API token never is one, and the agent check costs a parse. */
-export const looksLikeAgentToken = (token: string) => token.length > 200
 
 /** The names the local API answers to in Host and Origin (DNS rebinding), from the node's settings. */
 export const hostRules = (settings: NodeConfig["Type"]) =>
@@ -52,27 +48,6 @@ export const hostRules = (settings: NodeConfig["Type"]) =>
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")
   return q === -1 ? url : url.slice(0, q)
-}
-
-type Presented =
-  | { readonly _tag: "None" }
-  | { readonly _tag: "Malformed" }
-  | { readonly _tag: "Token"; readonly token: string; readonly header: string }
-
-const presented = (headers: Readonly<Record<string, string | undefined>>, allowAuthorization: boolean): Presented => {
-  const own = headers["x-mesh-authentication"]
-  if (own !== undefined) {
-    const m = BEARER.exec(own)
-    return m === null
-      ? { _tag: "Malformed" }
-      : { _tag: "Token", token: m[1] as string, header: "x-mesh-authentication" }
-  }
-  const authorization = headers.authorization
-  if (allowAuthorization && authorization !== undefined) {
-    const m = BEARER.exec(authorization)
-    return m === null ? { _tag: "None" } : { _tag: "Token", token: m[1] as string, header: "authorization" }
-  }
-  return { _tag: "None" }
 }
 
 /** Failures under `prefix` (matched or not) are rendered by `render`: `/v1/*` answers in OpenAI's error shape. */
@@ -95,15 +70,13 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
     const hosts = hostRules(settings)
     const lifecycle = yield* NodeLifecycle
 
-    /** The agent token presented, verified as this node's (Left: why it is refused); none when it is no agent's. */
-    const agentOf = (text: string): Effect.Effect<Option.Option<Either.Either<Agent, string>>> =>
-      !looksLikeAgentToken(text) || token.matches(text)
-        ? Effect.succeed(Option.none())
-        : Effect.flatMap(lifecycle.phase, (phase) =>
-            phase._tag === "Member"
-              ? Effect.map(Context.get(phase.context, Agents).local(text), Option.some)
-              : Effect.succeed(Option.some(Either.left("this node has not joined the mesh yet"))),
-          )
+    /** An agent token verified as this node's (Left: why it is refused). */
+    const agentOf = (text: string): Effect.Effect<Either.Either<Agent, string>> =>
+      Effect.flatMap(lifecycle.phase, (phase) =>
+        phase._tag === "Member"
+          ? Context.get(phase.context, Agents).local(text)
+          : Effect.succeed(Either.left("this node has not joined the mesh yet")),
+      )
 
     /**
      * The request as the handler sees it, the API token removed from wherever it travelled, and the agent it is made
@@ -126,49 +99,25 @@ export const make = <T extends ReadonlyArray<Route.Route<unknown>>>(
             message: "identity evidence is served only over the Unix socket or a verified mTLS connection",
           })
         }
-        const headers = { ...request.headers }
-        const found = presented(headers, access !== "forwarding")
-        // Never forward the API token, whichever header carried it and whether or not this caller needed it.
-        delete headers["x-mesh-authentication"]
-        const authorization = BEARER.exec(headers.authorization ?? "")
-        const offered = found._tag === "Token" ? yield* agentOf(found.token) : Option.none()
-        // Where no token is needed, `Authorization` may be the client's own for something else (an OpenAI key): a
-        // token there that is no agent token of ours is left alone. One sent in X-Mesh-Authentication is refused.
-        const agent =
-          trusted && found._tag === "Token" && found.header === "authorization" && Option.exists(offered, Either.isLeft)
-            ? Option.none()
-            : offered
-        if (
-          authorization !== null &&
-          (token.matches(authorization[1] as string) ||
-            (Option.isSome(agent) && found._tag === "Token" && found.header === "authorization"))
-        )
-          delete headers.authorization
-        const stripped = request.modify({ headers })
-        if (Option.isSome(agent)) {
-          if (Either.isLeft(agent.value))
-            return yield* new Forbidden({ message: `agent token refused: ${agent.value.left}` })
-          if (!AGENT_ROUTES.has(label)) {
-            return yield* new Forbidden({
-              message: "an agent token reaches only /mcp, /mesh/<peer>/..., /mesh/service/discover and /v1",
-            })
+        const admission = Admission.admit(request.headers, access, trusted, token.matches)
+        if (admission._tag === "Refused") return yield* admission.error
+        if (admission._tag === "Admitted")
+          return [request.modify({ headers: admission.headers }), Option.none()] as const
+        const agent = yield* agentOf(admission.token)
+        if (Either.isLeft(agent)) {
+          // Where no token is needed, `Authorization` may be the client's own for something else (an OpenAI key): a
+          // token there that is no agent token of ours is left alone. One sent in X-Mesh-Authentication is refused.
+          if (trusted && admission.header === "authorization") {
+            return [request.modify({ headers: admission.headers }), Option.none()] as const
           }
-          return [stripped, Option.some(agent.value.right)] as const
+          return yield* new Forbidden({ message: `agent token refused: ${agent.left}` })
         }
-        if (trusted) return [stripped, Option.none()] as const
-        if (found._tag === "None") {
-          return yield* new Unauthorized({
-            message:
-              access === "forwarding"
-                ? "missing API token: send X-Mesh-Authentication: Bearer <token> (Authorization is passed to the service)"
-                : "missing API token: send X-Mesh-Authentication: Bearer <token>",
+        if (!AGENT_ROUTES.has(label)) {
+          return yield* new Forbidden({
+            message: "an agent token reaches only /mcp, /mesh/<peer>/..., /mesh/service/discover and /v1",
           })
         }
-        if (found._tag === "Malformed") {
-          return yield* new Unauthorized({ message: "X-Mesh-Authentication must be Bearer <token>" })
-        }
-        if (!token.matches(found.token)) return yield* new Forbidden({ message: "wrong API token" })
-        return [stripped, Option.none()] as const
+        return [request.modify({ headers: Admission.withoutAgentToken(admission) }), Option.some(agent.right)] as const
       })
 
     /** DNS rebinding: a page reaching the API under its own name shows it in `Host` or `Origin` (LocalHosts). */
