@@ -8,6 +8,7 @@
  * message so nothing internal leaks.
  */
 
+import type { ServerResponse } from "node:http"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpServerError from "@effect/platform/HttpServerError"
@@ -53,6 +54,33 @@ export const headersOf = (error: ApiError): Record<string, string> | undefined =
     : error instanceof MethodNotAllowed
       ? { allow: error.allow.join(", ") }
       : undefined
+
+/** The body a route's error dialect gives a status, stable code and message (the house's `ErrorBody` by default). */
+export type Shape = (status: number, code: string, message: string) => unknown
+
+const houseShape: Shape = (_status, code, message) => ({ error: code, message }) satisfies ErrorBody
+
+/**
+ * The same answer written on a Node response, for handlers that write it themselves (the proxy, the front's fast
+ * answers). An answer under way cannot turn into an error: it is cut, which the client sees.
+ */
+export const write = (
+  res: ServerResponse,
+  error: ApiError,
+  options?: { readonly shape?: Shape; readonly headers?: Record<string, string> },
+): void => {
+  if (res.headersSent) return void res.destroy(new Error(error.message))
+  const { status, body } = parts(error)
+  const text = JSON.stringify((options?.shape ?? houseShape)(status, body.error, body.message))
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+    ...headersOf(error),
+    ...options?.headers,
+  })
+  res.end(text)
+}
 
 export const fromApiError = (error: ApiError, render: Renderer = body): HttpServerResponse.HttpServerResponse => {
   const status = HttpApiSchema.getStatusError(error.constructor as unknown as Schema.Schema.All)

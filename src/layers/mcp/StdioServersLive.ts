@@ -15,8 +15,8 @@ import { BadGateway, BadRequest, PayloadTooLarge, RateLimited, Unavailable } fro
 import * as McpGrant from "../../domain/McpGrant.js"
 import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
-import { writeError } from "../proxy/Backend.js"
 import * as Bridge from "./stdio/Bridge.js"
 import * as McpProcess from "./stdio/McpProcess.js"
 import * as ToolPages from "./ToolPages.js"
@@ -223,7 +223,7 @@ export const layer = Layer.scoped(
         // The grant as the policy stands now: answers from here on are cut to it.
         entry.bridge.grant = mcp?.grant ?? McpGrant.SERVICE
         yield* serve(id, entry, req, res, mcp?.message)
-      }).pipe(Effect.catchAll((error) => Effect.sync(() => writeError(res, error))))
+      }).pipe(Effect.catchAll((error) => Effect.sync(() => ErrorResponse.write(res, error))))
 
     /** Starts a process, initializes it and lists its tools; the process stops with the probe. */
     const listTools = (spec: ServiceSpec) =>

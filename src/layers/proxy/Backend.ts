@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { Duration, Effect, Option, type Scope } from "effect"
 import * as AgentCard from "../../domain/AgentCard.js"
-import { type ApiError, BackendUnreachable, BadGateway } from "../../domain/Errors.js"
+import { BackendUnreachable, BadGateway } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
@@ -31,19 +31,6 @@ export interface Target {
   readonly mcp?: { readonly grant: McpGrant.Grant; readonly body?: Buffer }
   /** Told of the backend's answer as its headers arrive (the MCP session binding reads them). */
   readonly onResponse?: (upstream: IncomingMessage) => void
-}
-
-/** Answers a request with the one error body; a response already under way is cut off instead. */
-export const writeError = (res: ServerResponse, error: ApiError): void => {
-  if (res.headersSent) return void res.destroy(new Error(error.message))
-  const { status, body } = ErrorResponse.parts(error)
-  const text = JSON.stringify(body)
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "cache-control": "no-store",
-    "content-length": Buffer.byteLength(text),
-  })
-  res.end(text)
 }
 
 const describe = (error: Error): string => {
@@ -181,7 +168,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
               outgoing.off("error", onError)
               outgoing.once("error", () => undefined)
               abandon()
-              writeError(
+              ErrorResponse.write(
                 res,
                 new BadGateway({
                   message: `the ${target.service.type} service ${target.service.name} did not answer within ${Duration.format(headersTimeout.value)}`,
@@ -201,7 +188,10 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
           req.unpipe(outgoing)
           req.resume()
           const message = `the ${target.service.type} service ${target.service.name} did not answer: ${describe(error)}`
-          writeError(res, neverReached(error) ? new BackendUnreachable({ message }) : new BadGateway({ message }))
+          ErrorResponse.write(
+            res,
+            neverReached(error) ? new BackendUnreachable({ message }) : new BadGateway({ message }),
+          )
         }
         outgoing.once("error", onError)
         // The peer went away (stream reset or closed) before the answer ended: so does the backend request.

@@ -16,6 +16,7 @@ import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import * as Deadlines from "../../platform/Deadlines.js"
@@ -304,7 +305,7 @@ export const layer = Layer.scoped(
         // One request per stream: the stream ends with its answer, and no idle stream waits for another request.
         res.setHeader("connection", "close")
         const decided = yield* Effect.either(decide(req))
-        if (Either.isLeft(decided)) Backend.writeError(res, decided.left)
+        if (Either.isLeft(decided)) ErrorResponse.write(res, decided.left)
         // Counted per service while it runs: the load announced with the node's services.
         else {
           const decision = decided.right
@@ -345,7 +346,7 @@ export const layer = Layer.scoped(
               return yield* forwardMcp(req, res, target)
             }
             return yield* stdio.handle(decision.service, decision.caller, req, res, mcp)
-          }).pipe(Effect.catchAll((error) => Effect.sync(() => Backend.writeError(res, error))))
+          }).pipe(Effect.catchAll((error) => Effect.sync(() => ErrorResponse.write(res, error))))
           yield* Effect.scoped(Effect.zipRight(local.track(service.type, service.name), answer))
           if (decision.agent !== undefined) {
             // The serving side's line of the call: the agent it verified, never the request's content.

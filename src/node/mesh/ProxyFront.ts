@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import * as Forwarding from "../../domain/Forwarding.js"
-import { writeError } from "../../layers/proxy/Backend.js"
+import * as ErrorResponse from "../../http/ErrorResponse.js"
 import { hasBody, relayResponse } from "../../layers/proxy/Relay.js"
 import { PeerProxy } from "../../services/proxy/PeerProxy.js"
 import type { Fast } from "../FastAnswer.js"
@@ -41,5 +41,5 @@ export const fast: Fast = ({ req, res, match, path, query, headers, listener }) 
       relayResponse(upstream, res)
       yield* closed(res)
     }),
-  ).pipe(Effect.catchAll((error) => Effect.sync(() => writeError(res, error))))
+  ).pipe(Effect.catchAll((error) => Effect.sync(() => ErrorResponse.write(res, error))))
 }

@@ -42,17 +42,5 @@ export const render: ErrorResponse.Renderer = (status, code, message, headers) =
   })
 
 /** The same answer written on a Node response, for handlers that write it themselves. */
-export const write = (res: ServerResponse, error: ApiError, headers?: Record<string, string>): void => {
-  // An answer under way cannot turn into an error: it is cut, which the client sees.
-  if (res.headersSent) return void res.destroy(new Error(error.message))
-  const parts = ErrorResponse.parts(error)
-  const text = JSON.stringify(body(parts.status, parts.body.error, parts.body.message))
-  res.writeHead(parts.status, {
-    "content-type": "application/json",
-    "cache-control": "no-store",
-    "content-length": Buffer.byteLength(text),
-    ...ErrorResponse.headersOf(error),
-    ...headers,
-  })
-  res.end(text)
-}
+export const write = (res: ServerResponse, error: ApiError, headers?: Record<string, string>): void =>
+  ErrorResponse.write(res, error, { shape: body, ...(headers === undefined ? {} : { headers }) })
