@@ -5,9 +5,9 @@
  * idle weight per node and per router peer, and control-plane requests per node at rest. Prints a table and writes
  * JSON. Not part of `npm test`: it takes minutes and the whole machine. Random choices use a fixed seed.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Duration, Effect } from "effect"
 import * as DemoInference from "../../src/demo/DemoInference.js"
 import * as DhtProbe from "../../test/scale/DhtProbe.js"
@@ -316,21 +316,32 @@ const program = Effect.gen(function* () {
     const started = Date.now()
     yield* admin(cp, "POST", "/admin/revoke", { peer_id: id })
     const answeredMs = Date.now() - started
-    // A node that knows of the ban refuses a proxied call to the banned peer, naming the ban.
+    // A node that knows of the ban refuses a proxied call to the banned peer, naming the ban. The last answer
+    // each node gave is kept, to say what a late node answered instead.
+    const lastAnswers = new Map<string, string>()
     const refusals = yield* Effect.forEach(
       nodes.filter((_, i) => i !== victim),
       (node) =>
         timeUntil(
-          Effect.map(Local.request(node, `/mesh/${id}/inference/${serviceName(victim)}/v1/models`), (answer) =>
-            answer.body.includes("banned"),
-          ).pipe(
+          Effect.map(Local.request(node, `/mesh/${id}/inference/${serviceName(victim)}/v1/models`), (answer) => {
+            lastAnswers.set(node.name, `${answer.status} ${answer.body.slice(0, 200)}`)
+            return answer.body.includes("banned")
+          }).pipe(
             // A call that hangs on a peer going away must not hide the moment the node learns of the ban.
             Effect.timeoutTo({
               duration: Duration.seconds(1),
               onSuccess: (refused) => refused,
-              onTimeout: () => false,
+              onTimeout: () => {
+                lastAnswers.set(node.name, "no answer within 1 s")
+                return false
+              },
             }),
-            Effect.orElseSucceed(() => false),
+            Effect.catchAll((error) =>
+              Effect.sync(() => {
+                lastAnswers.set(node.name, `failed: ${error.message.slice(0, 300)}`)
+                return false
+              }),
+            ),
           ),
           60_000,
         ),
@@ -353,6 +364,14 @@ const program = Effect.gen(function* () {
         .split("\n")
         .filter((line) => line.includes("mesh event") || line.includes("sync") || line.includes("router"))
       yield* log(`${firstLate.name}: ${events.join("; ") || "no mesh event counted"}; ${output.slice(-8).join(" | ")}`)
+      // A process that died answers nothing at all: its last words are the tail of its output.
+      const pid = yield* firstLate.pid
+      const alive = pid > 0 && Effect.runSync(Effect.isSuccess(Effect.try(() => process.kill(pid, 0))))
+      const tail = (yield* firstLate.output).trimEnd().split("\n").slice(-4).join(" | ")
+      yield* log(`${firstLate.name} (pid ${pid}) ${alive ? "is running" : "is not running"}; its last lines: ${tail}`)
+      yield* log(
+        `late nodes answered: ${late.map((name) => `${name}: ${lastAnswers.get(name) ?? "nothing"}`).join(" | ")}`,
+      )
     }
     yield* admin(cp, "POST", `/admin/nodes/${id}/unban`)
     yield* poll(
@@ -450,6 +469,8 @@ const program = Effect.gen(function* () {
   yield* log(
     `\n${rows.map(([what, value, goal]) => `${what.padEnd(width)}  ${value}${goal ? `  (goal ${goal})` : ""}`).join("\n")}`,
   )
+  // A clean clone has no results folder.
+  mkdirSync(dirname(OUT), { recursive: true })
   writeFileSync(
     OUT,
     `${JSON.stringify(
