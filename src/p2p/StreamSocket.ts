@@ -7,6 +7,11 @@
  * side too and ignores what still arrives: node:http destroys a socket that way after a complete exchange, and a
  * reset then could cut off the other side's last bytes. `destroy(error)` resets the stream at once; callers that
  * abandon an exchange reset the stream themselves (`abort`).
+ *
+ * Errors: the socket's owner (node:http) listens for them while it uses the socket, but an exchange given up before
+ * node:http took the socket, or after it let go, leaves nobody listening, and an 'error' event nobody listens for
+ * ends the process. A peer decides when its side resets or refuses, so the socket keeps a listener of its own: the
+ * error has done its work by destroying the socket, and owners that listen still hear it.
  */
 import { Duplex } from "node:stream"
 import type { Connection, Stream } from "@libp2p/interface"
@@ -51,6 +56,7 @@ export class StreamSocket extends Duplex {
     this.remotePeer = connection.remotePeer.toString()
     this.remoteAddress = this.remotePeer
     stream.maxReadBufferLength = Math.max(stream.maxReadBufferLength, READ_BUFFER_LIMIT)
+    this.on("error", ignore)
     let echo = proposed === undefined ? undefined : new EchoReader(proposed)
     stream.addEventListener("message", (event) => {
       const data = event.data
@@ -71,13 +77,16 @@ export class StreamSocket extends Duplex {
       for (const part of parts) if (part.byteLength > 0) wanted = this.push(part)
       if (!wanted && stream.readStatus === "readable") stream.pause()
     })
-    // 'end': the remote closed its writing side and everything it sent has been delivered.
+    // 'end': the remote closed its writing side and everything it sent has been delivered. Neither it nor 'close'
+    // says anything once the socket is destroyed: our own `abort` closes the stream too, and its reason stands.
     stream.addEventListener("end", () => {
+      if (this.destroyed) return
       // Closed before confirming the protocol: the remote refused the stream.
       if (echo !== undefined) this.abort(new ProtocolRefused(echo.protocol))
       else this.push(null)
     })
     stream.addEventListener("close", (event) => {
+      if (this.destroyed) return
       if (event.error !== undefined) this.destroy(event.error)
       else if (echo !== undefined) this.abort(new ProtocolRefused(echo.protocol))
       else if (stream.readBufferLength === 0 && !this.readableEnded) this.push(null)
@@ -86,8 +95,9 @@ export class StreamSocket extends Duplex {
 
   /** Resets the stream: the remote sees the exchange fail, not end. */
   abort(reason: Error): void {
-    this.stream.abort(reason)
-    this.destroy(reason)
+    // Destroyed first, so that the events the reset dispatches at once find the socket done with.
+    if (this.destroyed) this.stream.abort(reason)
+    else this.destroy(reason)
   }
 
   override _read(): void {
@@ -167,5 +177,7 @@ export class StreamSocket extends Duplex {
     return {}
   }
 }
+
+const ignore = (): void => undefined
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)))
