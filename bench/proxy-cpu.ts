@@ -2,7 +2,8 @@
  * `tsx bench/proxy-cpu.ts [rounds]`: the CPU time (user + system, from /proc) nodes A and B spend per proxied
  * request, small and 1 MiB each way. Unlike latency, a process's CPU time hardly moves when other work loads the
  * machine, so two runs of this (before and after a change) compare on a busy machine too. A's `/healthz` is
- * measured first: what answering on the local API costs without the mesh.
+ * measured first: what answering on the local API costs without the mesh. `BENCH_V8_FLAGS` sets the nodes'
+ * `MESH_V8_FLAGS` (the members drop every `MESH_` variable of the shell), to weigh a V8 setting's CPU cost.
  */
 import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
@@ -42,6 +43,7 @@ const measure = (port: number) =>
     const mesh = yield* MeshNodes.make({
       b: [MeshNodes.service("inference", "bench", `http://127.0.0.1:${port}`)],
       discover: [["inference", "bench"]],
+      ...(process.env.BENCH_V8_FLAGS === undefined ? {} : { nodeEnv: { MESH_V8_FLAGS: process.env.BENCH_V8_FLAGS } }),
     })
     const pair = mesh.direct
     const pids = { a: yield* pair.from.pid, b: yield* pair.to.pid }

@@ -26,6 +26,8 @@ export interface Options {
   readonly discover: ReadonlyArray<readonly [string, string]>
   /** Two more nodes C → D (D with B's services) that reach each other only through the router's relay. */
   readonly relayed?: boolean
+  /** Environment of every node (`MESH_V8_FLAGS`, to compare V8 settings). */
+  readonly nodeEnv?: Readonly<Record<string, string>>
 }
 
 export interface Pair {
@@ -84,7 +86,13 @@ export const make = (options: Options): Effect.Effect<MeshNodes, unknown, Scope.
       ...(options.relayed === true ? [hidden("c"), hidden("d", options.b)] : []),
     ]
     const nodes = yield* Effect.all(
-      specs.map((spec) => Topology.node(cp, folder, spec.name, { config: spec.config, extraArgs: spec.extraArgs })),
+      specs.map((spec) =>
+        Topology.node(cp, folder, spec.name, {
+          config: spec.config,
+          extraArgs: spec.extraArgs,
+          ...(options.nodeEnv === undefined ? {} : { env: options.nodeEnv }),
+        }),
+      ),
       { concurrency: "unbounded" },
     )
     const ids = yield* Effect.all(

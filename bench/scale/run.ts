@@ -367,7 +367,7 @@ const program = Effect.gen(function* () {
       // A process that died answers nothing at all: its last words are the tail of its output.
       const pid = yield* firstLate.pid
       const alive = pid > 0 && Effect.runSync(Effect.isSuccess(Effect.try(() => process.kill(pid, 0))))
-      const tail = (yield* firstLate.output).trimEnd().split("\n").slice(-4).join(" | ")
+      const tail = (yield* firstLate.output).trimEnd().split("\n").slice(-60).join("\n")
       yield* log(`${firstLate.name} (pid ${pid}) ${alive ? "is running" : "is not running"}; its last lines: ${tail}`)
       yield* log(
         `late nodes answered: ${late.map((name) => `${name}: ${lastAnswers.get(name) ?? "nothing"}`).join(" | ")}`,
