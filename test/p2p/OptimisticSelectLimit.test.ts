@@ -2,14 +2,10 @@
  * An optimistic stream is made by the muxer, past `newStream`: it must still count against the protocol's outbound
  * cap as libp2p reckons it (the handler's `maxOutboundStreams`, else libp2p's default), between two real hosts.
  */
-import { noise } from "@chainsafe/libp2p-noise"
-import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
 import { type Connection, type Libp2p, type Stream, TooManyOutboundProtocolStreamsError } from "@libp2p/interface"
-import { tcp } from "@libp2p/tcp"
-import { yamux } from "@libp2p/yamux"
-import { createLibp2p } from "libp2p"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
+import { bareHost } from "./bareHost.js"
 
 const CAPPED = "/mesh/test/capped/1.0.0"
 const BURST = "/mesh/test/burst/1.0.0"
@@ -18,22 +14,13 @@ const CAP = 3
 /** libp2p's registrar default. */
 const DEFAULT_CAP = 64
 
-const host = async (seed: number): Promise<Libp2p> =>
-  createLibp2p({
-    privateKey: await generateKeyPairFromSeed("Ed25519", new Uint8Array(32).fill(seed)),
-    addresses: { listen: ["/ip4/127.0.0.1/tcp/0"] },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-  })
-
 let dialer: Libp2p
 let listener: Libp2p
 let connection: Connection
 
 beforeAll(async () => {
-  dialer = await host(1)
-  listener = await host(2)
+  dialer = await bareHost(1)
+  listener = await bareHost(2)
   const hold = () => undefined
   await listener.handle([CAPPED, BURST, UNREGISTERED], hold, { maxInboundStreams: 1000 })
   // As PeerIngress registers its protocol on every node: the dialer's own registration carries the outbound cap.

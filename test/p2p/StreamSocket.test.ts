@@ -4,34 +4,21 @@
  * proxied request abandoned by its client before the peer's protocol echo came reset the stream, the reset's 'end'
  * was read as the peer refusing the protocol, and that second error was emitted with nobody listening.
  */
-import { noise } from "@chainsafe/libp2p-noise"
-import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
 import type { Connection, Libp2p } from "@libp2p/interface"
-import { tcp } from "@libp2p/tcp"
-import { yamux } from "@libp2p/yamux"
-import { createLibp2p } from "libp2p"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../src/p2p/StreamSocket.js"
+import { bareHost } from "./bareHost.js"
 
 const PROTOCOL = "/mesh/test/socket/1.0.0"
-
-const host = async (seed: number): Promise<Libp2p> =>
-  createLibp2p({
-    privateKey: await generateKeyPairFromSeed("Ed25519", new Uint8Array(32).fill(seed)),
-    addresses: { listen: ["/ip4/127.0.0.1/tcp/0"] },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-  })
 
 let dialer: Libp2p
 let listener: Libp2p
 let connection: Connection
 
 beforeAll(async () => {
-  dialer = await host(11)
-  listener = await host(12)
+  dialer = await bareHost(11)
+  listener = await bareHost(12)
   await listener.handle(PROTOCOL, () => undefined)
   connection = await dialer.dial(listener.getMultiaddrs()[0] as never)
 })
