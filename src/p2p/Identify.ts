@@ -7,13 +7,11 @@
  */
 import type { Connection } from "@libp2p/interface"
 import { Duration, Effect, Schedule } from "effect"
+import { describe } from "../platform/Describe.js"
 import { close } from "./Handshake.js"
 
 /** 0.5, 1, 2 and 4 s apart: past a start's load, and well inside the time a member takes to redial a router. */
 export const RETRIES = Schedule.exponential(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(4)))
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").slice(0, 200)
 
 export const afterAdmission = (
   identify: (connection: Connection) => Promise<unknown>,

@@ -9,6 +9,7 @@ import * as ServiceKeys from "../../domain/ServiceKeys.js"
 import type { ServiceType } from "../../domain/ServiceType.js"
 import * as CatalogProtocol from "../../p2p/CatalogProtocol.js"
 import type { AuthenticatedPeer } from "../../p2p/Trust.js"
+import { describe } from "../../platform/Describe.js"
 import type { MeshHostService } from "../../services/mesh/MeshHost.js"
 
 const DIAL_TIMEOUT = Duration.seconds(10)
@@ -20,9 +21,6 @@ export interface CatalogEntry {
   readonly name: string
   readonly description: string
 }
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
 
 /** The peer as authenticated on a connection we have, or by dialing it at the addresses the DHT gave. */
 export const reach = (host: MeshHostService, peerId: string): Effect.Effect<AuthenticatedPeer, string> =>

@@ -10,6 +10,7 @@
 import type { PeerInfo } from "@libp2p/interface"
 import { Duration, Effect, Either, Layer, Ref, Stream } from "effect"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import { describe } from "../../platform/Describe.js"
 import {
   type DiscoveredService,
   Discovery,
@@ -24,9 +25,6 @@ import * as GossipView from "./GossipView.js"
 /** Providers asked at once. */
 const CONCURRENCY = 10
 const CONNECT_TIMEOUT = Duration.seconds(10)
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
 
 export const layer = Layer.scoped(
   Discovery,

@@ -11,6 +11,7 @@ import { Data, Duration, Effect, Either, Option, Schema } from "effect"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
 import * as HttpGet from "../../http/HttpGet.js"
+import { describe } from "../../platform/Describe.js"
 import * as Lazy from "../../platform/Lazy.js"
 
 export const PROBE_TIMEOUT = Duration.seconds(2)
@@ -40,9 +41,6 @@ export const joinUrl = (target: string, path: string): string => {
 
 /** Statuses of a backend that is up but wants its callers' credential. */
 const wantsCredential = (status: number | undefined) => status === 401 || status === 403
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
 
 /** Sorted, unique, of sane length, at most MAX_KEYS. */
 const keysOf = (names: ReadonlyArray<string>): ReadonlyArray<string> =>

@@ -14,6 +14,7 @@ import { peerIdFromString } from "@libp2p/peer-id"
 import { Clock, Duration, Effect, Layer, Queue, Ref, Stream } from "effect"
 import type { CID } from "multiformats/cid"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
+import { describe } from "../../platform/Describe.js"
 import { LocalServices } from "../../services/local/LocalServices.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
@@ -34,9 +35,6 @@ interface ProviderRecord {
   readonly failures: number
   readonly nextAtMs: number
 }
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200)
 
 export const layer = Layer.scopedDiscard(
   Effect.gen(function* () {

@@ -16,6 +16,7 @@ import * as McpGrant from "../../domain/McpGrant.js"
 import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
+import { describe } from "../../platform/Describe.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Bridge from "./stdio/Bridge.js"
 import * as McpProcess from "./stdio/McpProcess.js"
@@ -57,9 +58,6 @@ interface Entry {
   /** Requests of the session being served (a GET stream not counted). */
   readonly busy: number
 }
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
 
 /** An MCP-level refusal, shaped as the SDK's own server answers it. */
 const rpcError = (res: ServerResponse, status: number, message: string) => {

@@ -32,6 +32,7 @@ import * as Identify from "../../p2p/Identify.js"
 import * as Libp2pHost from "../../p2p/Libp2pHost.js"
 import * as OptimisticSelect from "../../p2p/OptimisticSelect.js"
 import type { AuthenticatedPeer, MeshTrust } from "../../p2p/Trust.js"
+import { describe } from "../../platform/Describe.js"
 import * as Spans from "../../platform/Spans.js"
 import { Membership } from "../../services/member/Membership.js"
 import {
@@ -53,9 +54,6 @@ const DIRECT_DIAL_TIMEOUT = Duration.seconds(3)
 const SUBSCRIBER_BUFFER = 1024
 
 /** libp2p error text, on one line and short; it names addresses and protocols, never a credential. */
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 300)
-
 export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, MeshStartError, Scope.Scope> =>
   Effect.gen(function* () {
     const admissions = new Admissions()

@@ -20,6 +20,7 @@ import {
 } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import { joinCommand } from "../../domain/LoginCommand.js"
+import { describe } from "../../platform/Describe.js"
 import { Membership } from "../../services/member/Membership.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { NodeLifecycle, type Phase } from "../../services/node/NodeLifecycle.js"
@@ -30,11 +31,6 @@ import * as MemberLive from "./MemberLive.js"
 /** How often a login-required node looks for an identity written by `join`. */
 const IDENTITY_POLL = Duration.seconds(2)
 const RETRY = Schedule.exponential(Duration.seconds(1), 2).pipe(Schedule.union(Schedule.spaced(Duration.seconds(30))))
-
-const describe = (cause: unknown): string => {
-  const text = cause instanceof Error ? cause.message : String(cause)
-  return text.split("\n")[0]?.slice(0, 300) ?? "failed"
-}
 
 export const layer = Layer.scoped(
   NodeLifecycle,

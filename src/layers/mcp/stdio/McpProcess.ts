@@ -12,6 +12,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, type Scope, Stream } from "effect"
 import type { ServiceSpec } from "../../../domain/NodeFile.js"
+import { describe } from "../../../platform/Describe.js"
 import { redact } from "../../node/LogRingLive.js"
 import { MAX_MESSAGE_BYTES } from "../../proxy/McpMessages.js"
 
@@ -23,9 +24,6 @@ const LOG_LINES = 100
  * since a stopping node has 10 seconds in all.
  */
 const GRACE = Duration.seconds(1)
-
-const describe = (error: unknown): string =>
-  (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ").trim().slice(0, 200) || "failed"
 
 /** A running server as an MCP SDK transport: messages both ways, `onclose` when the process has ended. */
 export class McpProcess implements Transport {
