@@ -4,7 +4,7 @@
  * after a few seconds (a safety net: the feed hears other processes' writes within a second).
  */
 import { create, toBinary } from "@bufbuild/protobuf"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option, Ref } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { ControlPlaneInfoResponseSchema } from "../../gen/mesh_pb.js"
 import { Bans } from "../../services/nodes/Bans.js"
@@ -14,6 +14,14 @@ import { Leases } from "../../services/routers/Leases.js"
 
 /** Longest a cached /info is served without a change being seen. */
 export const MAX_AGE_MS = 2_000
+
+interface Cached {
+  readonly body: Uint8Array
+  /** The change feed's version it was computed at. */
+  readonly version: number
+  readonly at: number
+  readonly validUntil: number
+}
 
 export const layer = Layer.effect(
   Info,
@@ -27,12 +35,10 @@ export const layer = Layer.effect(
       clientId: config.oidcClientId,
       audience: config.allowedAudiences[0] ?? "",
     }
-    let cached:
-      | { readonly body: Uint8Array; readonly version: number; readonly at: number; readonly validUntil: number }
-      | undefined
+    const cached = yield* Ref.make<Cached | undefined>(undefined)
 
     const compute = (version: number, now: number) =>
-      Effect.map(Effect.all([leases.live, bans.bannedPeerIds], { concurrency: 2 }), ([live, banned]) => {
+      Effect.flatMap(Effect.all([leases.live, bans.bannedPeerIds], { concurrency: 2 }), ([live, banned]) => {
         const body = toBinary(
           ControlPlaneInfoResponseSchema,
           create(ControlPlaneInfoResponseSchema, {
@@ -41,15 +47,15 @@ export const layer = Layer.effect(
             bannedPeerIds: [...banned],
           }),
         )
-        cached = { body, version, at: now, validUntil: Math.min(now + MAX_AGE_MS, ...live.map((l) => l.expiresAt)) }
-        return body
+        const validUntil = Math.min(now + MAX_AGE_MS, ...live.map((l) => l.expiresAt))
+        return Effect.as(Ref.set(cached, { body, version, at: now, validUntil }), body)
       })
 
     /** The cached answer with the version and time it was checked at; no I/O. */
     const lookup = Effect.gen(function* () {
       const version = yield* feed.version
       const now = yield* Clock.currentTimeMillis
-      const hit = cached
+      const hit = yield* Ref.get(cached)
       const fresh = hit !== undefined && hit.version === version && now >= hit.at && now < hit.validUntil
       return { body: fresh ? hit.body : undefined, version, now }
     })
