@@ -48,7 +48,8 @@ export const admit = <H extends Headers>(
   // Never forward the API token, whichever header carried it and whether or not this caller needed it.
   delete passed["x-mesh-authentication"]
   const bearer = authorization === undefined ? undefined : BEARER.exec(authorization)?.[1]
-  if (bearer !== undefined && isApiToken(bearer)) delete passed.authorization
+  const bearerIsApi = bearer !== undefined && isApiToken(bearer)
+  if (bearerIsApi) delete passed.authorization
 
   let presented: { readonly token: string; readonly header: "authorization" | "x-mesh-authentication" } | undefined
   if (own !== undefined) {
@@ -63,7 +64,10 @@ export const admit = <H extends Headers>(
     presented = { token: bearer, header: "authorization" }
   }
 
-  if (presented !== undefined && !isApiToken(presented.token) && looksLikeAgentToken(presented.token)) {
+  // Each token is compared once: the bearer's answer stands for it when it is the one presented.
+  const presentedIsApi =
+    presented !== undefined && (presented.header === "authorization" ? bearerIsApi : isApiToken(presented.token))
+  if (presented !== undefined && !presentedIsApi && looksLikeAgentToken(presented.token)) {
     return { _tag: "Agent", ...presented, headers: passed as H }
   }
   if (trusted) return { _tag: "Admitted", headers: passed as H }
@@ -78,7 +82,7 @@ export const admit = <H extends Headers>(
       }),
     }
   }
-  if (!isApiToken(presented.token)) return { _tag: "Refused", error: new Forbidden({ message: "wrong API token" }) }
+  if (!presentedIsApi) return { _tag: "Refused", error: new Forbidden({ message: "wrong API token" }) }
   return { _tag: "Admitted", headers: passed as H }
 }
 

@@ -94,4 +94,17 @@ describe("Admission.admit", () => {
       "Admitted",
     )
   })
+
+  it("compares each presented token with the API token once", () => {
+    const compared: Array<string> = []
+    const counting = (token: string) => {
+      compared.push(token)
+      return isApiToken(token)
+    }
+    for (const token of [TOKEN, "wrong", AGENT]) {
+      compared.length = 0
+      Admission.admit({ authorization: `Bearer ${token}` }, "token", false, counting)
+      expect(compared).toEqual([token])
+    }
+  })
 })
