@@ -396,6 +396,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
       expect(backend.sessionsBy(aId)).toBe(1)
       // A's side too: the calls after the first opened no session of their own.
       expect(yield* peerMcp.sessions).toBe(held)
+      // B opened A's sessions at A's first requests (domain/McpOpen): none of them reached the backend without one.
+      expect(backend.unsessioned()).toBe(0)
     }).pipe(Effect.scoped),
   )
 

@@ -1,9 +1,11 @@
-import { describe as suite, expect, it } from "vitest"
+import { expect, it, describe as suite } from "vitest"
 import { describe } from "../../src/platform/Describe.js"
 
 suite("describe", () => {
   it("gives an error's message as one line, so what a peer said cannot start a log line of its own", () => {
-    expect(describe(new Error("refused\nlevel=error msg=forged  \t entry"))).toBe("refused level=error msg=forged entry")
+    expect(describe(new Error("refused\nlevel=error msg=forged  \t entry"))).toBe(
+      "refused level=error msg=forged entry",
+    )
   })
 
   it("cuts a long message, and takes a value that is not an Error as text", () => {

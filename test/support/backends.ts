@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createServer as createNetServer, type Server as NetServer } from "node:net"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import { z } from "zod"
 
@@ -147,6 +148,8 @@ export const refusing = (status: number) =>
 export interface StatefulMcp extends Backend {
   /** Sessions opened so far, by the calling peer the serving node named (`X-Mesh-Peer-Id`), `direct` for none. */
   readonly sessionsBy: (caller: string) => number
+  /** POSTs that came without a session and were not an initialize (refused, nothing run). */
+  readonly unsessioned: () => number
 }
 
 /**
@@ -157,6 +160,7 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
   Effect.gen(function* () {
     const opened = new Map<string, number>()
     const sessions = new Map<string, StreamableHTTPServerTransport>()
+    let unsessioned = 0
     const serverFor = () => {
       const server = new McpServer({ name: "stateful-backend", version: "1.0.0" })
       server.registerTool(
@@ -187,22 +191,38 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
         return void res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found" } }))
       }
       const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        enableJsonResponse: options.json === true,
-        onsessioninitialized: (sid) => {
-          sessions.set(sid, transport)
-          opened.set(caller, (opened.get(caller) ?? 0) + 1)
-        },
-        onsessionclosed: (sid) => {
-          sessions.delete(sid)
-        },
+      // Read here to see what came without a session: anything but an initialize is refused, and counted.
+      const chunks: Array<Buffer> = []
+      req.on("data", (chunk: Buffer) => chunks.push(chunk))
+      req.once("end", () => {
+        let body: unknown
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+        } catch {
+          body = undefined
+        }
+        if (req.method === "POST" && !isInitializeRequest(body)) unsessioned += 1
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          enableJsonResponse: options.json === true,
+          onsessioninitialized: (sid) => {
+            sessions.set(sid, transport)
+            opened.set(caller, (opened.get(caller) ?? 0) + 1)
+          },
+          onsessionclosed: (sid) => {
+            sessions.delete(sid)
+          },
+        })
+        void serverFor()
+          .connect(transport)
+          .then(() => transport.handleRequest(req, res, body))
       })
-      void serverFor()
-        .connect(transport)
-        .then(() => transport.handleRequest(req, res))
     }, port)
-    return { ...backend, sessionsBy: (caller: string) => opened.get(caller) ?? 0 }
+    return {
+      ...backend,
+      sessionsBy: (caller: string) => opened.get(caller) ?? 0,
+      unsessioned: () => unsessioned,
+    }
   })
 
 export interface Down {

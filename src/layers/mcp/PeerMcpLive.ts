@@ -3,8 +3,10 @@
  * at the same moment share one initialize; a session found gone at the serving side (a 404: the request never ran
  * there) is dropped and opened again once, transparently; a tool call is never sent twice otherwise. Sessions unused for IDLE are
  * ended (DELETE, so the serving side frees what it holds for them, a stdio process say); at most MAX_SESSIONS are
- * kept, the longest unused closed first. A new session costs one round trip before its first call (initialize): its
- * initialized notification goes alongside that call, and no GET stream is opened (`sessionFetch`).
+ * kept, the longest unused closed first. A new session costs no round trip of its own: its first request asks the
+ * serving node to open it there (OpenAtPeer). Where that is not done, it is opened the ordinary way, one round trip
+ * before its first call (initialize): its initialized notification goes alongside that call, and no GET stream is
+ * opened (`sessionFetch`).
  */
 import { AsyncLocalStorage } from "node:async_hooks"
 import { createHash } from "node:crypto"
@@ -24,6 +26,7 @@ import {
   type Progress,
 } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
+import * as OpenAtPeer from "./OpenAtPeer.js"
 import * as ToolPages from "./ToolPages.js"
 
 export const IDLE = Duration.minutes(5)
@@ -54,9 +57,13 @@ class ProxyFailure extends Error {
   }
 }
 
-/** The serving side no longer knows the session: open a new one and try again. */
+/**
+ * The serving side no longer knows the session, or opened none for the request (which did not run): open a new one
+ * and try again; `ordinary`: with an initialize of this node's own.
+ */
 class Gone {
   readonly _tag = "Gone"
+  constructor(readonly ordinary = false) {}
 }
 
 const fail = (reason: PeerMcpError["reason"], message: string) => new PeerMcpErrorClass({ reason, message })
@@ -102,6 +109,7 @@ const mayHaveRun = (message: string): PeerMcpError =>
  * call may not, so the session closing under it (it was sent, and may have run) is a failure, not `Gone`.
  */
 const classify = (error: unknown, established: boolean, replayable = true): PeerMcpError | Gone => {
+  if (error instanceof OpenAtPeer.NotOpened) return new Gone(true)
   if (error instanceof TooLarge) return fail("failed", error.message)
   if (error instanceof ProxyFailure) {
     const failure = error.failure
@@ -254,13 +262,21 @@ const make = ({ maxSessions, idle }: Limits) =>
       agent: Agent | undefined,
       onClosed: () => void,
       onAnnounceFailed: () => void,
+      ordinary: boolean,
     ) =>
       Effect.gen(function* () {
         const client = new Client({ name: "mesh-node", version: pkg.version }, { capabilities: {} })
         const url = new URL(`http://mesh.invalid/mesh/${peerId}/mcp/${service}`)
-        const transport = new StreamableHTTPClientTransport(url, {
-          fetch: sessionFetch(meshFetch(peerId, service, agent), onAnnounceFailed),
-        })
+        const base = meshFetch(peerId, service, agent)
+        // The session is opened by its first request, at the serving node (OpenAtPeer): no initialize from here. Once
+        // one was not, it is opened the ordinary way.
+        let transport: StreamableHTTPClientTransport
+        if (ordinary)
+          transport = new StreamableHTTPClientTransport(url, { fetch: sessionFetch(base, onAnnounceFailed) })
+        else {
+          const opening = new OpenAtPeer.Opening(base, (version) => transport.setProtocolVersion(version))
+          transport = new StreamableHTTPClientTransport(url, { fetch: opening.fetch, sessionId: OpenAtPeer.PENDING })
+        }
         yield* Effect.tryPromise({
           try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(CONNECT_TIMEOUT) }),
           catch: (error) => {
@@ -283,7 +299,7 @@ const make = ({ maxSessions, idle }: Limits) =>
      * The slot of the peer's service, counted busy; a new one starts its initialize in the layer's scope, so that
      * callers that give up waiting do not abandon it for the others.
      */
-    const take = (peerId: string, service: string, agent: Agent | undefined) =>
+    const take = (peerId: string, service: string, agent: Agent | undefined, ordinary: boolean) =>
       Effect.gen(function* () {
         // An agent's exchanges go in sessions of their own, carrying its token: the serving side scopes them.
         const key = agent === undefined ? `${peerId}/${service}` : `${peerId}/${service}#${tokenKey(agent)}`
@@ -305,6 +321,7 @@ const make = ({ maxSessions, idle }: Limits) =>
             agent,
             () => run(drop(key, slot)),
             () => run(retire(key, slot)),
+            ordinary,
           ).pipe(
             Effect.exit,
             Effect.tap((exit) => Deferred.done(slot.session, exit)),
@@ -380,40 +397,45 @@ const make = ({ maxSessions, idle }: Limits) =>
       replayable: boolean,
       exchange: (session: Session, signal: AbortSignal) => Promise<A>,
     ): Effect.Effect<A, PeerMcpError> => {
-      const attempt = Effect.acquireUseRelease(
-        take(peerId, service, agent),
-        ({ key, slot }) =>
-          Effect.flatMap(Effect.zip(Deferred.await(slot.session), TraceContext.current), ([session, traceparent]) =>
-            Effect.tryPromise({
-              try: (signal) =>
-                new Promise<A>((resolve, reject) => {
-                  // Aborting the exchange's own signal cancels the request at the serving side as well.
-                  const controller = new AbortController()
-                  const abort = () => controller.abort(signal.reason)
-                  signal.addEventListener("abort", abort, { once: true })
-                  const onTooLarge = (message: string) => {
-                    reject(new TooLarge(message))
-                    controller.abort(new TooLarge(message))
-                  }
-                  caller
-                    .run({ traceparent: Option.getOrUndefined(traceparent), onTooLarge }, () =>
-                      exchange(session, controller.signal),
-                    )
-                    .then(resolve, reject)
-                    .finally(() => signal.removeEventListener("abort", abort))
-                }),
-              catch: (error) => classify(error, true, replayable),
-            }),
-          ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),
-        ({ key, slot }) => release(key, slot),
-      )
+      const attempt = (ordinary: boolean) =>
+        Effect.acquireUseRelease(
+          take(peerId, service, agent, ordinary),
+          ({ key, slot }) =>
+            Effect.flatMap(Effect.zip(Deferred.await(slot.session), TraceContext.current), ([session, traceparent]) =>
+              Effect.tryPromise({
+                try: (signal) =>
+                  new Promise<A>((resolve, reject) => {
+                    // Aborting the exchange's own signal cancels the request at the serving side as well.
+                    const controller = new AbortController()
+                    const abort = () => controller.abort(signal.reason)
+                    signal.addEventListener("abort", abort, { once: true })
+                    const onTooLarge = (message: string) => {
+                      reject(new TooLarge(message))
+                      controller.abort(new TooLarge(message))
+                    }
+                    caller
+                      .run({ traceparent: Option.getOrUndefined(traceparent), onTooLarge }, () =>
+                        exchange(session, controller.signal),
+                      )
+                      .then(resolve, reject)
+                      .finally(() => signal.removeEventListener("abort", abort))
+                  }),
+                catch: (error) => classify(error, true, replayable),
+              }),
+            ).pipe(Effect.tapError((error) => (error instanceof Gone ? drop(key, slot) : Effect.void))),
+          ({ key, slot }) => release(key, slot),
+        )
       const gone = (error: PeerMcpError | Gone): error is Gone => error instanceof Gone
-      return attempt.pipe(
-        Effect.catchIf(gone, () => attempt),
-        Effect.catchIf(gone, () =>
-          Effect.fail(fail("unreachable", `the MCP session with ${service} on peer ${peerId} keeps ending`)),
-        ),
-      )
+      // A session that ended is opened again once; a serving node that opened none is not counted as one ending.
+      const tries = (ordinary: boolean, ended: number): Effect.Effect<A, PeerMcpError> =>
+        attempt(ordinary).pipe(
+          Effect.catchIf(gone, (error) => {
+            if (error.ordinary && !ordinary) return tries(true, ended)
+            if (ended === 0) return tries(ordinary, 1)
+            return Effect.fail(fail("unreachable", `the MCP session with ${service} on peer ${peerId} keeps ending`))
+          }),
+        )
+      return tries(false, 0)
     }
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>

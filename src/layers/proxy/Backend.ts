@@ -33,6 +33,26 @@ export interface Target {
   readonly onResponse?: (upstream: IncomingMessage) => void
 }
 
+/** A whole answer of the backend to one of the node's own requests. */
+export interface Answer {
+  readonly status: number
+  readonly headers: IncomingMessage["headers"]
+  readonly body: Buffer
+}
+
+/**
+ * A small request of the node's own to the backend, as the caller's request would go (its headers, the caller's
+ * identity), with `extra` headers and `body`: the answer read whole, up to `maxBytes`, within `timeout`; why not,
+ * as text, otherwise.
+ */
+export type Exchange = (
+  target: Target,
+  callerHeaders: Forwarding.Headers,
+  extra: Readonly<Record<string, string>>,
+  body: Buffer,
+  limits: { readonly maxBytes: number; readonly timeout: Duration.Duration },
+) => Effect.Effect<Answer, string>
+
 const describe = (error: Error): string => {
   const code = (error as { code?: unknown }).code
   return typeof code === "string" ? code : error.message.slice(0, 200)
@@ -214,5 +234,66 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         })
       })
 
-    return { forward }
+    /** For the initialize of a session opened on a caller's behalf (McpOpen). */
+    const exchange: Exchange = (target, callerHeaders, extra, body, limits) =>
+      Effect.async<Answer, string>((resume) => {
+        const backend = target.backend
+        const headers = { ...Forwarding.toBackend(callerHeaders, target.caller, backend.host), ...extra }
+        delete headers["accept-encoding"]
+        delete headers["content-encoding"]
+        delete headers["transfer-encoding"]
+        headers["content-length"] = String(body.byteLength)
+        const https = backend.protocol === "https:"
+        const outgoing = (https ? httpsRequest : httpRequest)({
+          protocol: backend.protocol,
+          hostname: backend.hostname,
+          port: backend.port,
+          path: Forwarding.backendPath(backend, target.path, target.query),
+          method: "POST",
+          headers,
+          agent: https ? agents.https : agents.http,
+        })
+        let settled = false
+        const settle = (result: Effect.Effect<Answer, string>) => {
+          if (settled) return
+          settled = true
+          cancelLate()
+          resume(result)
+        }
+        const cancelLate = deadlines.after(limits.timeout, () => {
+          outgoing.destroy()
+          settle(Effect.fail(`no answer within ${Duration.format(limits.timeout)}`))
+        })
+        outgoing.once("error", (error) => settle(Effect.fail(describe(error))))
+        outgoing.once("response", (upstream) => {
+          const chunks: Array<Buffer> = []
+          let size = 0
+          upstream.on("data", (chunk: Buffer) => {
+            size += chunk.byteLength
+            if (size > limits.maxBytes) {
+              upstream.destroy()
+              return settle(Effect.fail(`an answer over ${limits.maxBytes} bytes`))
+            }
+            chunks.push(chunk)
+          })
+          upstream.once("error", (error) => settle(Effect.fail(describe(error))))
+          upstream.once("end", () =>
+            settle(
+              Effect.succeed({
+                status: upstream.statusCode ?? 502,
+                headers: upstream.headers,
+                body: Buffer.concat(chunks),
+              }),
+            ),
+          )
+        })
+        outgoing.end(body)
+        return Effect.sync(() => {
+          settled = true
+          cancelLate()
+          outgoing.destroy()
+        })
+      })
+
+    return { forward, exchange }
   }) satisfies Effect.Effect<unknown, never, Scope.Scope>

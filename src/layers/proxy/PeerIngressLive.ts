@@ -4,7 +4,8 @@
  * request is checked (caller authenticated and not banned, path, policy, service) and then forwarded by Backend.ts
  * to the service's `target_url`, or served by the stdio MCP server the service runs (StdioServers). A stream counts
  * against its peer's share and is reset when its headers are late or it goes idle (IngressStreams). MCP services are
- * granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller (McpSessions).
+ * granted whole or tool by tool (McpGrant, McpMessages) and their HTTP sessions bound to their caller (McpSessions);
+ * a caller's first request may ask for its session to be opened here (McpOpen).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime } from "effect"
@@ -14,6 +15,7 @@ import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
+import * as McpOpenHeaders from "../../domain/McpOpen.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
@@ -35,6 +37,7 @@ import { PROTOCOL } from "../../services/proxy/PeerProxy.js"
 import * as Backend from "./Backend.js"
 import { IngressStreams } from "./IngressStreams.js"
 import * as McpMessages from "./McpMessages.js"
+import * as McpOpen from "./McpOpen.js"
 import * as McpSessions from "./McpSessions.js"
 
 /**
@@ -290,6 +293,26 @@ export const layer = Layer.scoped(
         const id = Array.isArray(header) ? header.join(", ") : header
         if (id !== undefined && !(yield* sessions.owns(name, caller, id))) {
           return McpSessions.writeNotFound(res)
+        }
+        const wanted =
+          id === undefined && req.method === "POST"
+            ? McpOpenHeaders.version(req.headers[McpOpenHeaders.OPEN])
+            : undefined
+        if (wanted !== undefined) {
+          const opened = yield* Effect.either(McpOpen.open(backend.exchange, target, req, wanted))
+          if (Either.isLeft(opened)) {
+            yield* Effect.logInfo("opening an MCP session for a peer failed").pipe(
+              Effect.annotateLogs({ service: name, peer: caller, reason: opened.left }),
+            )
+            return McpOpen.writeNotOpened(res, opened.left)
+          }
+          const { sessionId, protocolVersion } = opened.right
+          if (sessionId !== undefined) yield* sessions.bind(name, caller, sessionId)
+          // The caller's request goes on in the new session.
+          if (sessionId !== undefined) req.headers["mcp-session-id"] = sessionId
+          req.headers["mcp-protocol-version"] = protocolVersion
+          res.setHeader(McpOpenHeaders.OPENED, protocolVersion)
+          return yield* backend.forward(req, res, target)
         }
         const onResponse = (upstream: IncomingMessage) => {
           const ok = (upstream.statusCode ?? 500) < 300

@@ -15,6 +15,7 @@ import * as AgentScope from "../../domain/AgentScope.js"
 import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
+import * as McpOpen from "../../domain/McpOpen.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { ProtocolRefused } from "../../p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
@@ -84,6 +85,11 @@ const withTraceparent = (headers: Forwarding.OutgoingHeaders, traceparent: Optio
 }
 
 /** The agent's token goes to the serving peer, which verifies it; the client's own `X-Mesh-*` were removed. */
+const withOpen = (headers: Forwarding.OutgoingHeaders, version: string | undefined) => {
+  if (version !== undefined) headers[McpOpen.OPEN] = version
+  return headers
+}
+
 const withAgent = (headers: Forwarding.OutgoingHeaders, agent: Agent | undefined) => {
   if (agent !== undefined) headers[TOKEN_HEADER] = Redacted.value(agent.token)
   return headers
@@ -206,9 +212,12 @@ export const layer = Layer.effect(
             createConnection: () => socket,
             method: request.method,
             path: target,
-            headers: withAgent(
-              withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
-              request.agent,
+            headers: withOpen(
+              withAgent(
+                withTraceparent(Forwarding.toPeer(request.headers, request.origin), traceparent),
+                request.agent,
+              ),
+              request.openMcpSession,
             ),
           })
         } catch (error) {
@@ -274,7 +283,7 @@ export const layer = Layer.effect(
     ): Effect.Effect<Response, ProxyError> =>
       Effect.gen(function* () {
         // The signal is watched here, not handed to a Request: undici would keep a listener on it per request.
-        const { requiredLabels, onTooLarge, agent, signal: _signal, ...rest } = init
+        const { requiredLabels, onTooLarge, agent, openMcpSession, signal: _signal, ...rest } = init
         const q = path.indexOf("?")
         const rawPath = q === -1 ? path : path.slice(0, q)
         const message = yield* Effect.try({
@@ -295,6 +304,7 @@ export const layer = Layer.effect(
             ...(message.body === null ? {} : { body: message.body }),
             ...(requiredLabels === undefined ? {} : { requiredLabels }),
             ...(agent === undefined ? {} : { agent }),
+            ...(openMcpSession === undefined ? {} : { openMcpSession }),
           },
           onTooLarge,
         ).pipe(
@@ -318,6 +328,9 @@ export const layer = Layer.effect(
         for (const [key, value] of Object.entries(Forwarding.response(response.headers))) {
           for (const v of typeof value === "string" ? [value] : value) out.append(key, v)
         }
+        // The serving node's own answer to the request to open a session: the one X-Mesh header let through.
+        const opened = openMcpSession === undefined ? undefined : McpOpen.version(response.headers[McpOpen.OPENED])
+        if (opened !== undefined) out.set(McpOpen.OPENED, opened)
         if (NULL_BODY.has(status)) response.resume()
         return new Response(NULL_BODY.has(status) ? null : Readable.toWeb(response), {
           status,

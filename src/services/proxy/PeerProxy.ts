@@ -37,6 +37,11 @@ export interface ProxyRequest {
    * is sent, and its token goes to the peer, which checks it again.
    */
   readonly agent?: Agent
+  /**
+   * An MCP request without a session, the serving node asked to open one for it (domain/McpOpen): the protocol
+   * version this node speaks. The answer then carries `McpOpen.OPENED` if it did.
+   */
+  readonly openMcpSession?: string
 }
 
 export type ProxyError = BadRequest | Forbidden | BadGateway
@@ -52,6 +57,8 @@ export interface FetchInit extends RequestInit {
    * learns why.
    */
   readonly onTooLarge?: (message: string) => void
+  /** As `ProxyRequest.openMcpSession`. */
+  readonly openMcpSession?: string
 }
 
 export interface PeerProxyService {

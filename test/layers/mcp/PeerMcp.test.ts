@@ -8,6 +8,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
 import { BadGateway } from "../../../src/domain/Errors.js"
+import * as McpOpen from "../../../src/domain/McpOpen.js"
 import * as PeerMcpLive from "../../../src/layers/mcp/PeerMcpLive.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../../src/services/agents/CurrentAgent.js"
 import { PeerMcp } from "../../../src/services/mcp/PeerMcp.js"
@@ -20,7 +21,15 @@ interface Seen {
   /** The JSON-RPC method of a POST. */
   readonly rpc?: string
   readonly session?: string
+  /** The request asked the serving node to open its session. */
+  readonly opening?: true
 }
+
+/**
+ * Whether the serving node opens a session a request asks it to (domain/McpOpen), or answers as one that does not
+ * (400, nothing run: a node of an older version, a stdio service).
+ */
+type Serving = "opens" | "ordinary"
 
 /** Agents by token, as the serving peer would verify them. */
 const agentOf = (name: string, token: string): Agent => ({
@@ -41,14 +50,19 @@ const proxyTo = (
   /** Initialized notifications wait for this before they go on (true), or are answered 500 without reaching it. */
   announce: Deferred.Deferred<boolean>,
   faults: Ref.Ref<Fault | undefined>,
+  serving: Serving,
 ) =>
   PeerProxy.of({
     forward: () => Effect.dieMessage("not used"),
     fetch: (peerId, _type, name, _path, init = {}) =>
       Effect.gen(function* () {
-        const { agent, requiredLabels: _labels, onTooLarge: _cap, ...rest } = init
+        const { agent, requiredLabels: _labels, onTooLarge: _cap, openMcpSession, ...rest } = init
         const headers = new Headers(rest.headers)
         const body = typeof rest.body === "string" ? rest.body : undefined
+        if (openMcpSession !== undefined && serving === "ordinary") {
+          const refusal = { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: no session" }, id: null }
+          return new Response(JSON.stringify(refusal), { status: 400, headers: { "content-type": "application/json" } })
+        }
         yield* Ref.update(seen, (all) => [
           ...all,
           {
@@ -56,6 +70,7 @@ const proxyTo = (
             method: rest.method ?? "GET",
             ...(body === undefined ? {} : { rpc: (JSON.parse(body) as { method?: string }).method ?? "" }),
             ...(headers.get("mcp-session-id") === null ? {} : { session: headers.get("mcp-session-id") ?? "" }),
+            ...(openMcpSession === undefined ? {} : { opening: true as const }),
           },
         ])
         if (body?.includes('"notifications/initialized"') === true && !(yield* Deferred.await(announce))) {
@@ -72,6 +87,16 @@ const proxyTo = (
         headers.set("x-mesh-peer-id", principal)
         if (agent !== undefined) headers.set(TOKEN_HEADER, Redacted.value(agent.token))
         const url = (yield* Ref.get(backends)).get(name) ?? ""
+        if (openMcpSession !== undefined) {
+          // As the serving node does: the initialize and its notification, then the request in the new session.
+          const opened = yield* Effect.promise(() => openAt(`${url}/mcp`, headers, openMcpSession))
+          headers.set("mcp-session-id", opened.sessionId)
+          headers.set("mcp-protocol-version", opened.version)
+          const answer = yield* Effect.promise(() => fetch(`${url}/mcp`, { ...rest, headers }))
+          const out = new Headers(answer.headers)
+          out.set(McpOpen.OPENED, opened.version)
+          return new Response(answer.body, { status: answer.status, headers: out })
+        }
         const answer = yield* Effect.promise(() => fetch(`${url}/mcp`, { ...rest, headers }))
         if (fault !== "lost") return answer
         yield* Effect.promise(() => answer.arrayBuffer())
@@ -79,9 +104,30 @@ const proxyTo = (
       }),
   })
 
+/** A session opened with the backend for the caller whose headers these are. */
+const openAt = async (url: string, caller: Headers, version: string) => {
+  const headers = new Headers(caller)
+  headers.set("content-type", "application/json")
+  headers.set("accept", "application/json, text/event-stream")
+  const initialized = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(McpOpen.initialize(version, "test")),
+  })
+  const text = await initialized.text()
+  const agreed = McpOpen.agreedVersion(initialized.headers.get("content-type") ?? "", text)
+  const sessionId = initialized.headers.get("mcp-session-id")
+  if (agreed === undefined || sessionId === null) throw new Error(`no session opened: ${text}`)
+  headers.set("mcp-session-id", sessionId)
+  headers.set("mcp-protocol-version", agreed)
+  const notified = await fetch(url, { method: "POST", headers, body: JSON.stringify(McpOpen.INITIALIZED) })
+  await notified.arrayBuffer()
+  return { sessionId, version: agreed }
+}
+
 const DEFAULTS: PeerMcpLive.Limits = { maxSessions: PeerMcpLive.MAX_SESSIONS, idle: PeerMcpLive.IDLE }
 
-const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pass") =>
+const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pass", serving: Serving = "ordinary") =>
   Effect.gen(function* () {
     const backends = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
     const seen = yield* Ref.make<ReadonlyArray<Seen>>([])
@@ -90,7 +136,7 @@ const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pas
     if (initialized !== "hold") yield* Deferred.succeed(announce, initialized === "pass")
     const context = yield* Layer.build(
       PeerMcpLive.layerWith(limits).pipe(
-        Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce, faults))),
+        Layer.provide(Layer.succeed(PeerProxy, proxyTo(backends, seen, announce, faults, serving))),
       ),
     )
     const peerMcp = Context.get(context, PeerMcp)
@@ -122,6 +168,35 @@ const until = <A>(check: Effect.Effect<A>, done: (a: A) => boolean) =>
   })
 
 describe("PeerMcp", () => {
+  it.scoped("a first call opens its session at the serving node: one request, no initialize of its own", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup(DEFAULTS, "pass", "opens")
+      yield* serve("tools", backend)
+      expect(yield* echo(peerMcp, "tools", "one")).toBe("one")
+      expect(yield* echo(peerMcp, "tools", "two")).toBe("two")
+      expect(backend.sessionsBy("peer-b")).toBe(1)
+      const requests = yield* seen
+      expect(requests.map((r) => [r.rpc ?? r.method, r.opening === true, r.session !== undefined])).toEqual([
+        ["tools/call", true, false],
+        ["tools/call", false, true],
+      ])
+    }),
+  )
+
+  it.scoped("first calls made together wait for the one that opens the session, and share it", () =>
+    Effect.gen(function* () {
+      const backend = yield* Backends.statefulMcp()
+      const { peerMcp, serve, seen } = yield* setup(DEFAULTS, "pass", "opens")
+      yield* serve("tools", backend)
+      const texts = ["a", "b", "c", "d"]
+      const answers = yield* Effect.forEach(texts, (text) => echo(peerMcp, "tools", text), { concurrency: "unbounded" })
+      expect(answers).toEqual(texts)
+      expect(backend.sessionsBy("peer-b")).toBe(1)
+      expect((yield* seen).filter((r) => r.opening === true)).toHaveLength(1)
+    }),
+  )
+
   it.scoped("calls after the first go over the session it opened: one initialize, and no GET stream", () =>
     Effect.gen(function* () {
       const backend = yield* Backends.statefulMcp()

@@ -1,0 +1,59 @@
+/**
+ * A session opened where the service runs. A node's first request to an MCP service of a peer (a `tools/call`, a
+ * `tools/list`) goes without a session and asks the serving node to open one (`OPEN`, with the protocol version the
+ * caller speaks): the serving node sends the initialize and its notification to its backend on its own machine, then
+ * the request in the new session, and answers with the session's id and `OPENED` (the version agreed). A first call
+ * to a peer's service costs one round trip across the mesh instead of two. A serving node that cannot open one
+ * answers as the service answers a request without a session (400 or 404, nothing run); the caller then opens it
+ * the ordinary way. Both headers are the nodes' own: stripped from what callers send and what backends answer.
+ */
+import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
+
+export const OPEN = "x-mesh-mcp-open"
+export const OPENED = "x-mesh-mcp-opened"
+
+/** A header's value if it names a protocol version this node speaks. */
+export const version = (value: string | ReadonlyArray<string> | null | undefined): string | undefined =>
+  typeof value === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(value) ? value : undefined
+
+/** The initialize a serving node sends for its caller, as an MCP client of the service. */
+export const initialize = (protocolVersion: string, clientVersion: string) => ({
+  jsonrpc: "2.0" as const,
+  id: 0,
+  method: "initialize" as const,
+  params: { protocolVersion, capabilities: {}, clientInfo: { name: "mesh-node", version: clientVersion } },
+})
+
+export const INITIALIZED = { jsonrpc: "2.0" as const, method: "notifications/initialized" as const }
+
+/**
+ * The protocol version of a successful initialize answer, sent as JSON or as an event stream (the first event
+ * whose data is the answer to id 0); undefined for anything else, an error answer included.
+ */
+export const agreedVersion = (contentType: string, body: string): string | undefined => {
+  const messages = contentType.includes("text/event-stream")
+    ? body
+        .split(/\r?\n\r?\n/)
+        .map((event) =>
+          event
+            .split(/\r?\n/)
+            .filter((line) => line.startsWith("data:"))
+            .map((line) => line.slice(5).trimStart())
+            .join("\n"),
+        )
+        .filter((data) => data.length > 0)
+    : [body]
+  for (const data of messages) {
+    let message: unknown
+    try {
+      message = JSON.parse(data)
+    } catch {
+      continue
+    }
+    if (typeof message !== "object" || message === null) continue
+    const { id, result } = message as { id?: unknown; result?: { protocolVersion?: unknown } }
+    if (id !== 0 || typeof result !== "object" || result === null) continue
+    return version(typeof result.protocolVersion === "string" ? result.protocolVersion : undefined)
+  }
+  return undefined
+}
