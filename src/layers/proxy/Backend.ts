@@ -125,6 +125,21 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         }),
     )
 
+    /** A request to the target's backend, over the kept-alive connections. */
+    const open = (target: Target, method: string, headers: Forwarding.OutgoingHeaders) => {
+      const backend = target.backend
+      const https = backend.protocol === "https:"
+      return (https ? httpsRequest : httpRequest)({
+        protocol: backend.protocol,
+        hostname: backend.hostname,
+        port: backend.port,
+        path: Forwarding.backendPath(backend, target.path, target.query),
+        method,
+        headers,
+        agent: https ? agents.https : agents.http,
+      })
+    }
+
     /**
      * Sends the request to the backend and streams the answer; completes when the peer's response has closed. A
      * backend that sends no headers within `headersTimeout` has its request destroyed and the peer gets 502.
@@ -166,16 +181,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
           delete headers["content-encoding"]
           headers["content-length"] = String(mcp.body.byteLength)
         }
-        const https = backend.protocol === "https:"
-        const outgoing = (https ? httpsRequest : httpRequest)({
-          protocol: backend.protocol,
-          hostname: backend.hostname,
-          port: backend.port,
-          path: Forwarding.backendPath(backend, target.path, target.query),
-          method: req.method ?? "GET",
-          headers,
-          agent: https ? agents.https : agents.http,
-        })
+        const outgoing = open(target, req.method ?? "GET", headers)
         // The request goes and the body left drains; destroying the body would take the peer's stream with it.
         const abandon = () => {
           req.unpipe(outgoing)
@@ -243,16 +249,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         delete headers["content-encoding"]
         delete headers["transfer-encoding"]
         headers["content-length"] = String(body.byteLength)
-        const https = backend.protocol === "https:"
-        const outgoing = (https ? httpsRequest : httpRequest)({
-          protocol: backend.protocol,
-          hostname: backend.hostname,
-          port: backend.port,
-          path: Forwarding.backendPath(backend, target.path, target.query),
-          method: "POST",
-          headers,
-          agent: https ? agents.https : agents.http,
-        })
+        const outgoing = open(target, "POST", headers)
         let settled = false
         const settle = (result: Effect.Effect<Answer, string>) => {
           if (settled) return
