@@ -13,7 +13,8 @@
  * through A's `/mcp` (MCP SDK client), and a streamed completion's first chunk through A's `/v1` (the `openai`
  * package), interleaved with their direct counterparts. Cold: the first proxied request to B (it opens the
  * connection), the first `call_remote_tool` to each of several MCP services of B that A has not called yet (the
- * connection is open), the first streamed completion.
+ * connection is open; once before the warm rounds, the processes' first sessions, and once after), the first
+ * streamed completion.
  *
  * Then, on loopback without delay, two more pairs of nodes: one started with the default V8 flags
  * (`--optimize-for-size`, src/platform/memory.ts) and one with `MESH_V8_FLAGS=` (V8's own defaults), their proxied
@@ -41,8 +42,12 @@ const DELAY_MS = Number(process.env.BENCH_RTT_DELAY_MS ?? 25)
 const RTT_MS = 2 * DELAY_MS
 const WARMUP = 3
 const SAMPLES = 30
-/** MCP services on B, each called once cold; the first is the one called warm. */
-const MCP_SERVICES = 5
+/**
+ * MCP services on B: the first is the one called warm; COLD of the others are called once each before the warm
+ * rounds (the processes' first sessions), and COLD more after them (a first call to a service in a running process).
+ */
+const COLD = 4
+const MCP_SERVICES = 1 + 2 * COLD
 const LOOPBACK_WARMUP = 50
 const LOOPBACK_SAMPLES = 300
 const MODEL = "remote-model"
@@ -216,7 +221,9 @@ const measure = (
     }
     // Cold: the first call to each service but the one measured warm, over the connection opened above.
     const coldCalls: Array<number> = []
-    for (const service of mcpNames.slice(1)) coldCalls.push(yield* Effect.promise(() => timed(callRemote(service))))
+    for (const service of mcpNames.slice(1, 1 + COLD)) {
+      coldCalls.push(yield* Effect.promise(() => timed(callRemote(service))))
+    }
 
     const openaiVia = (baseURL: string, fetcher?: typeof globalThis.fetch) =>
       new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, ...(fetcher === undefined ? {} : { fetch: fetcher }) })
@@ -257,6 +264,11 @@ const measure = (
         if (i >= WARMUP) for (const [k, v] of Object.entries(round)) samples[k as keyof typeof samples].push(v)
       }
     })
+    // Cold again, now that both processes have run every path for a while: what a new session costs by itself.
+    const laterColdCalls: Array<number> = []
+    for (const service of mcpNames.slice(1 + COLD)) {
+      laterColdCalls.push(yield* Effect.promise(() => timed(callRemote(service))))
+    }
     const used = yield* paths(a.node, bId)
     if (used.length === 0 || used.some((p) => p !== "direct")) {
       return yield* Effect.fail(new Error(`A and B talked over ${used.join(", ") || "nothing"}, not one direct path`))
@@ -333,7 +345,15 @@ const measure = (
         samples.echo,
         samples.link,
         goals.rtt.coldCallRemoteTool,
-        `first call to each of ${coldCalls.length} services of B not called before, over an open connection`,
+        `first call to each of ${coldCalls.length} services of B not called before, over an open connection, before the warm rounds (the processes' first sessions): ${coldCalls.map((x) => x.toFixed(1)).join(", ")} ms`,
+      ),
+      roundTrips(
+        `RTT: call_remote_tool, cold, in running processes (${RTT_MS} ms RTT)`,
+        laterColdCalls,
+        samples.echo,
+        samples.link,
+        goals.rtt.coldCallRemoteTool,
+        `first call to each of ${laterColdCalls.length} more services of B, after the warm rounds: ${laterColdCalls.map((x) => x.toFixed(1)).join(", ")} ms`,
       ),
       roundTrips(
         `RTT: remote completion, time to first chunk, warm (${RTT_MS} ms RTT)`,
