@@ -7,6 +7,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { Duration, Effect } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as ToolPages from "../mcp/ToolPages.js"
+import * as Unchecked from "../mcp/Unchecked.js"
 
 /** Leaving a session politely (DELETE) must not hold up the next probe. */
 const CLOSE_TIMEOUT = Duration.seconds(1)
@@ -18,7 +19,7 @@ const CLOSE_TIMEOUT = Duration.seconds(1)
 export const toolNames = (url: string, limit: number): Effect.Effect<ReadonlyArray<string>, unknown> =>
   Effect.acquireUseRelease(
     Effect.sync(() => ({
-      client: new Client({ name: "mesh-node-probe", version: pkg.version }),
+      client: new Client({ name: "mesh-node-probe", version: pkg.version }, { jsonSchemaValidator: Unchecked.schemas }),
       transport: new StreamableHTTPClientTransport(new URL(url)),
     })),
     ({ client, transport }) =>

@@ -28,6 +28,7 @@ import {
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 import * as OpenAtPeer from "./OpenAtPeer.js"
 import * as ToolPages from "./ToolPages.js"
+import * as Unchecked from "./Unchecked.js"
 
 export const IDLE = Duration.minutes(5)
 export const MAX_SESSIONS = 256
@@ -265,7 +266,10 @@ const make = ({ maxSessions, idle }: Limits) =>
       ordinary: boolean,
     ) =>
       Effect.gen(function* () {
-        const client = new Client({ name: "mesh-node", version: pkg.version }, { capabilities: {} })
+        const client = new Client(
+          { name: "mesh-node", version: pkg.version },
+          { capabilities: {}, jsonSchemaValidator: Unchecked.schemas },
+        )
         const url = new URL(`http://mesh.invalid/mesh/${peerId}/mcp/${service}`)
         const base = meshFetch(peerId, service, agent)
         // The session is opened by its first request, at the serving node (OpenAtPeer): no initialize from here. Once

@@ -21,6 +21,7 @@ import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Bridge from "./stdio/Bridge.js"
 import * as McpProcess from "./stdio/McpProcess.js"
 import * as ToolPages from "./ToolPages.js"
+import * as Unchecked from "./Unchecked.js"
 
 /** A session with no request for this long is closed (the caller's node closes its own sooner). */
 export const IDLE = Duration.minutes(10)
@@ -229,7 +230,13 @@ export const layer = Layer.scoped(
         Effect.gen(function* () {
           const process = yield* McpProcess.spawn(spec)
           const client = yield* Effect.acquireRelease(
-            Effect.sync(() => new Client({ name: "mesh-node-probe", version: pkg.version })),
+            Effect.sync(
+              () =>
+                new Client(
+                  { name: "mesh-node-probe", version: pkg.version },
+                  { jsonSchemaValidator: Unchecked.schemas },
+                ),
+            ),
             (client) => Effect.promise(() => client.close().catch(() => undefined)),
           )
           return yield* Effect.tryPromise({
