@@ -311,7 +311,9 @@ export const layer = Layer.scoped(
           // The caller's request goes on in the new session.
           if (sessionId !== undefined) req.headers["mcp-session-id"] = sessionId
           req.headers["mcp-protocol-version"] = protocolVersion
+          // Said by this node, so the caller learns the session even when the request then fails on the way.
           res.setHeader(McpOpenHeaders.OPENED, protocolVersion)
+          if (sessionId !== undefined) res.setHeader("mcp-session-id", sessionId)
           return yield* backend.forward(req, res, target)
         }
         const onResponse = (upstream: IncomingMessage) => {
