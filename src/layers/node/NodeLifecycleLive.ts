@@ -110,7 +110,7 @@ export const layer = Layer.scoped(
             SubscriptionRef.set(phase, {
               _tag: "Starting",
               step: "joining the mesh",
-              lastError: Option.some(describe(Cause.squash(cause))),
+              lastError: Option.some(describe(Cause.squash(cause), 300)),
             }),
           ),
         ),
