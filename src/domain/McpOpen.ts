@@ -7,14 +7,18 @@
  * answers as the service answers a request without a session (400 or 404, nothing run); the caller then opens it
  * the ordinary way. Both headers are the nodes' own: stripped from what callers send and what backends answer.
  */
-import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
-
 export const OPEN = "x-mesh-mcp-open"
 export const OPENED = "x-mesh-mcp-opened"
 
-/** A header's value if it names a protocol version this node speaks. */
+/** MCP protocol versions are dates. */
+const VERSION = /^\d{4}-\d{2}-\d{2}$/
+
+/**
+ * A header's value if it is shaped as a protocol version. Which versions the node speaks is its MCP SDK's to say
+ * (OpenAtPeer checks the version agreed); this module is loaded by every node at start, the SDK only on first use.
+ */
 export const version = (value: string | ReadonlyArray<string> | null | undefined): string | undefined =>
-  typeof value === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(value) ? value : undefined
+  typeof value === "string" && VERSION.test(value) ? value : undefined
 
 /** The initialize a serving node sends for its caller, as an MCP client of the service. */
 export const initialize = (protocolVersion: string, clientVersion: string) => ({

@@ -11,17 +11,18 @@ describe("McpOpen.agreedVersion", () => {
     expect(McpOpen.agreedVersion("text/event-stream", events)).toBe("2025-11-25")
   })
 
-  it("takes no error, no answer to another request, and no version this node does not speak", () => {
+  it("takes no error, no answer to another request, and no version that is not one", () => {
     const error = JSON.stringify({ jsonrpc: "2.0", id: 0, error: { code: -32600, message: "no" } })
     expect(McpOpen.agreedVersion("application/json", error)).toBeUndefined()
     expect(McpOpen.agreedVersion("application/json", answer({ protocolVersion: "2025-06-18" }, 7))).toBeUndefined()
-    expect(McpOpen.agreedVersion("application/json", answer({ protocolVersion: "1999-01-01" }))).toBeUndefined()
+    expect(McpOpen.agreedVersion("application/json", answer({ protocolVersion: "latest" }))).toBeUndefined()
     expect(McpOpen.agreedVersion("text/event-stream", "data: {not json\n\n")).toBeUndefined()
   })
 
-  it("takes from a peer's header only a version this node speaks", () => {
+  it("takes from a peer's header only what is shaped as a version", () => {
     expect(McpOpen.version("2025-06-18")).toBe("2025-06-18")
     expect(McpOpen.version(["2025-06-18"])).toBeUndefined()
     expect(McpOpen.version("latest")).toBeUndefined()
+    expect(McpOpen.version("2025-06-18\r\nx-forged: 1")).toBeUndefined()
   })
 })

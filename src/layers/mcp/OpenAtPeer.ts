@@ -9,7 +9,7 @@
  * The state is a field, not a Ref: everything here runs in the SDK's promises, outside any fiber, one step at a time.
  */
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js"
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js"
 import * as McpOpen from "../../domain/McpOpen.js"
 
 /** The session id the SDK transport starts with; never sent. */
@@ -66,7 +66,8 @@ export class Opening {
       headers.delete("mcp-protocol-version")
       const asking = { ...init, headers, openMcpSession: LATEST_PROTOCOL_VERSION }
       const response = await this.base(url, asking)
-      const version = McpOpen.version(response.headers.get(McpOpen.OPENED))
+      const agreed = McpOpen.version(response.headers.get(McpOpen.OPENED))
+      const version = agreed !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(agreed) ? agreed : undefined
       if (version !== undefined) {
         this.state = { _tag: "Open", id: response.headers.get("mcp-session-id") ?? undefined, version }
         this.onOpen(version)
