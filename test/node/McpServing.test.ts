@@ -25,7 +25,7 @@ const SERVICES = ["sse", "json", "stdio"] as const
 const policy = (wholeHolder: string, toolHolder: string) => ({
   roles: [
     { name: "mesh:role:node", allowed_labels: ["*"], allowed_services: [], allowed_targets: ["*"] },
-    { name: "whole", allowed_services: SERVICES.map((s) => `mcp://${s}`), allowed_targets: ["*"] },
+    { name: "whole", allowed_services: [...SERVICES, "cut"].map((s) => `mcp://${s}`), allowed_targets: ["*"] },
     { name: "one-tool", allowed_services: SERVICES.map((s) => `mcp://${s}/echo`), allowed_targets: ["*"] },
   ],
   bindings: [
@@ -44,7 +44,13 @@ const http = (name: string, url: string): NodeFile.ServiceSpec => ({
 
 class Mesh extends Context.Tag("test/McpGrantsMesh")<
   Mesh,
-  { readonly a: NodeHarness.NodeHarness; readonly c: NodeHarness.NodeHarness; readonly bId: string }
+  {
+    readonly a: NodeHarness.NodeHarness
+    readonly c: NodeHarness.NodeHarness
+    readonly bId: string
+    /** B's `cut` service, whose tool calls can be cut off. */
+    readonly cut: Backends.StatefulMcp
+  }
 >() {}
 
 /** A stock MCP client on the proxy path to B's service. */
@@ -80,6 +86,7 @@ const MeshLive = Layer.scoped(
   Effect.gen(function* () {
     const sse = yield* Backends.statefulMcp()
     const json = yield* Backends.statefulMcp(undefined, { json: true })
+    const cut = yield* Backends.statefulMcp()
     const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
     yield* RouterHarness.make(cp)
     const b = yield* NodeHarness.make(cp, {
@@ -89,6 +96,7 @@ const MeshLive = Layer.scoped(
         services: [
           http("sse", `${sse.url}/mcp`),
           http("json", `${json.url}/mcp`),
+          http("cut", `${cut.url}/mcp`),
           {
             name: "stdio",
             type: "mcp",
@@ -111,7 +119,7 @@ const MeshLive = Layer.scoped(
       body: JSON.stringify(mcpInitialize),
     })
     yield* eventually(60, initialize, (reply) => reply.status === 200)
-    return { a, c, bId }
+    return { a, c, bId, cut }
   }),
 )
 
@@ -243,6 +251,33 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("MC
   })
 
   describe("sessions of HTTP backends", () => {
+    it.effect("a session B opened for A's first call is A's, though that call failed on the way", () =>
+      Effect.gen(function* () {
+        const { a, bId, cut } = yield* Mesh
+        const client = yield* agent(a)
+        const echo = (text: string) =>
+          Effect.promise(
+            () =>
+              client.callTool({
+                name: "call_remote_tool",
+                arguments: { peer_id: bId, tool_name: "mcp://cut/echo", arguments: { text } },
+              }) as Promise<CallToolResult>,
+          )
+        // B opens the session, then the backend goes away in the middle of the call.
+        cut.cutCalls(true)
+        const failed = yield* echo("lost")
+        expect(failed.isError).toBe(true)
+        expect(textOf(failed)).toContain("may have run")
+        cut.cutCalls(false)
+        // The next call goes in that session: B named it in its own answer.
+        const answered = yield* echo("kept")
+        expect(answered.isError).toBeUndefined()
+        expect(textOf(answered)).toBe("kept")
+        expect(cut.sessionsBy(yield* a.peerId)).toBe(1)
+        expect(cut.unsessioned()).toBe(0)
+      }).pipe(Effect.scoped),
+    )
+
     it.effect("a session belongs to the peer that opened it: another peer presenting its id gets 404", () =>
       Effect.gen(function* () {
         const { a, c, bId } = yield* Mesh

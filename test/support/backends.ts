@@ -150,6 +150,8 @@ export interface StatefulMcp extends Backend {
   readonly sessionsBy: (caller: string) => number
   /** POSTs that came without a session and were not an initialize (refused, nothing run). */
   readonly unsessioned: () => number
+  /** While on, a tools/call has its connection cut before any answer: the backend gone mid-call. */
+  readonly cutCalls: (on: boolean) => void
 }
 
 /**
@@ -161,6 +163,8 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
     const opened = new Map<string, number>()
     const sessions = new Map<string, StreamableHTTPServerTransport>()
     let unsessioned = 0
+    /** Tool calls have their connection cut, the session's other requests answered. */
+    let cutting = false
     const serverFor = () => {
       const server = new McpServer({ name: "stateful-backend", version: "1.0.0" })
       server.registerTool(
@@ -183,15 +187,7 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
     }
     const backend = yield* listen((req, res) => {
       if (!(req.url ?? "").startsWith("/mcp")) return notFound(res)
-      const id = req.headers["mcp-session-id"]
-      const known = typeof id === "string" ? sessions.get(id) : undefined
-      if (known !== undefined) return void known.handleRequest(req, res)
-      if (id !== undefined) {
-        res.writeHead(404, { "content-type": "application/json" })
-        return void res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found" } }))
-      }
-      const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
-      // Read here to see what came without a session: anything but an initialize is refused, and counted.
+      // Read here to see what came: a request without a session that is not an initialize is refused, and counted.
       const chunks: Array<Buffer> = []
       req.on("data", (chunk: Buffer) => chunks.push(chunk))
       req.once("end", () => {
@@ -201,6 +197,17 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
         } catch {
           body = undefined
         }
+        if (cutting && (body as { method?: unknown } | undefined)?.method === "tools/call") {
+          return void req.socket.destroy()
+        }
+        const id = req.headers["mcp-session-id"]
+        const known = typeof id === "string" ? sessions.get(id) : undefined
+        if (known !== undefined) return void known.handleRequest(req, res, body)
+        if (id !== undefined) {
+          res.writeHead(404, { "content-type": "application/json" })
+          return void res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found" } }))
+        }
+        const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
         if (req.method === "POST" && !isInitializeRequest(body)) unsessioned += 1
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: randomUUID,
@@ -222,6 +229,9 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
       ...backend,
       sessionsBy: (caller: string) => opened.get(caller) ?? 0,
       unsessioned: () => unsessioned,
+      cutCalls: (on: boolean) => {
+        cutting = on
+      },
     }
   })
 
