@@ -4,6 +4,8 @@
  * machine, so two runs of this (before and after a change) compare on a busy machine too. A's `/healthz` is
  * measured first: what answering on the local API costs without the mesh. `BENCH_V8_FLAGS` sets the nodes'
  * `MESH_V8_FLAGS` (the members drop every `MESH_` variable of the shell), to weigh a V8 setting's CPU cost.
+ * `tsx bench/proxy-cpu.ts [rounds] [phase]` runs only the phases whose name holds `phase` (`up`, `small`): a profile
+ * of one kind of request (`MESH_CPU_PROF_DIR`, bench-notes.md).
  */
 import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
@@ -15,6 +17,7 @@ import { freePort, start } from "./lib/processes.js"
 
 const ROUNDS = Number(process.argv[2] ?? 1000)
 const LARGE_ROUNDS = Math.max(5, Math.round(ROUNDS / 25))
+const ONLY = process.argv[3]
 const TICK_MS = 10
 
 /** A process's user + system CPU time so far, in ms (fields 14 and 15 of /proc/<pid>/stat, in clock ticks). */
@@ -60,6 +63,7 @@ const measure = (port: number) =>
       process.stdout.write(`idle: A ${a.toFixed(1)} ms, B ${b.toFixed(1)} ms CPU per second\n`)
     }
     const phase = async (name: string, rounds: number, one: () => Promise<number>) => {
+      if (ONLY !== undefined && !name.includes(ONLY)) return
       for (let i = 0; i < Math.min(100, rounds); i++) await one()
       const before = { a: cpuMs(pids.a), b: cpuMs(pids.b) }
       const started = performance.now()
