@@ -1,7 +1,8 @@
 /**
  * A libp2p stream dressed as a `net.Socket`, so that `node:http` (client and server) speaks HTTP/1.1 over it. Reads
  * honour backpressure: when the HTTP side stops reading, the stream is paused, which stops yamux's window updates
- * and so the remote's sending. Writes wait for the stream to drain.
+ * and so the remote's sending. Writes wait until the stream's own buffer has room, which only the remote's window
+ * makes (WRITE_ROOM).
  *
  * Closing: `end()` closes our writing side (the remote reads EOF). `destroy()` without an error closes our writing
  * side too and ignores what still arrives: node:http destroys a socket that way after a complete exchange, and a
@@ -30,6 +31,15 @@ const READ_BUFFER_LIMIT = 32 * 1024 * 1024
  * frame. The yamux window already bounds what can arrive.
  */
 const READ_HIGH_WATER = 1024 * 1024
+
+/**
+ * What may wait in the stream's own write buffer, unsent for want of window, before a write is held back: one of
+ * node:http's chunks. libp2p's `onDrain()` is no such bound: it resolves at the first drain and stays resolved
+ * (@libp2p/utils 7), and a drain of the connection lets every stream's writer go whatever its window, while yamux's
+ * write buffer has no limit. A peer that granted no window would have had the serving node take a backend's whole
+ * answer into memory.
+ */
+const WRITE_ROOM = 64 * 1024
 
 export class StreamSocket extends Duplex {
   /** node:http reads these from its sockets. */
@@ -118,17 +128,45 @@ export class StreamSocket extends Duplex {
   private send(data: Uint8Array | Uint8ArrayList, callback: (error?: Error | null) => void): void {
     this.bytesWritten += data.byteLength
     try {
-      if (this.stream.send(this.withProposal(data))) {
-        callback()
-        return
-      }
-      this.stream.onDrain().then(
-        () => callback(),
-        (error: unknown) => callback(asError(error)),
-      )
+      this.stream.send(this.withProposal(data))
     } catch (error) {
       callback(asError(error))
+      return
     }
+    this.whenRoom(callback)
+  }
+
+  /**
+   * Calls back once the stream's write buffer holds at most WRITE_ROOM: at once, or when what the remote's window let
+   * through has emptied it enough. Looked at after each drain (once the stream has sent what it could) and when the
+   * buffer is empty ('idle'); a stream that closes first fails the write.
+   */
+  private whenRoom(callback: (error?: Error | null) => void): void {
+    const stream = this.stream
+    if (stream.writeBufferLength <= WRITE_ROOM) {
+      callback()
+      return
+    }
+    let waiting = true
+    const done = (error?: Error) => {
+      // A check queued by a drain may come after the buffer's 'idle' has already called back.
+      if (!waiting) return
+      waiting = false
+      stream.removeEventListener("drain", afterDrain)
+      stream.removeEventListener("idle", check)
+      stream.removeEventListener("close", closed)
+      callback(error)
+    }
+    const check = () => {
+      if (stream.writeBufferLength <= WRITE_ROOM) done()
+    }
+    // The stream sends what the drain allows in a microtask of its own, queued before this one.
+    const afterDrain = () => queueMicrotask(check)
+    const closed = (event: Event) =>
+      done(asError((event as { error?: unknown }).error ?? new Error("the stream closed")))
+    stream.addEventListener("drain", afterDrain)
+    stream.addEventListener("idle", check)
+    stream.addEventListener("close", closed)
   }
 
   override _final(callback: (error?: Error | null) => void): void {
