@@ -15,7 +15,7 @@
  * error has done its work by destroying the socket, and owners that listen still hear it.
  */
 import { Duplex } from "node:stream"
-import type { Connection, Stream } from "@libp2p/interface"
+import type { Connection, Stream, StreamCloseEvent } from "@libp2p/interface"
 import { Uint8ArrayList } from "uint8arraylist"
 import { EchoReader, ProtocolRefused, proposal } from "./OptimisticSelect.js"
 
@@ -162,8 +162,7 @@ export class StreamSocket extends Duplex {
     }
     // The stream sends what the drain allows in a microtask of its own, queued before this one.
     const afterDrain = () => queueMicrotask(check)
-    const closed = (event: Event) =>
-      done(asError((event as { error?: unknown }).error ?? new Error("the stream closed")))
+    const closed = (event: StreamCloseEvent) => done(event.error ?? new Error("the stream closed"))
     stream.addEventListener("drain", afterDrain)
     stream.addEventListener("idle", check)
     stream.addEventListener("close", closed)
