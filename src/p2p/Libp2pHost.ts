@@ -12,12 +12,12 @@ import type { ConnectionGater, Libp2p, PeerInfo } from "@libp2p/interface"
 import { type KadDHT, kadDHT, passthroughMapper } from "@libp2p/kad-dht"
 import { type Ping, ping } from "@libp2p/ping"
 import { tcp } from "@libp2p/tcp"
-import { yamux } from "@libp2p/yamux"
 import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
 import * as QuietLogger from "./QuietLogger.js"
+import { muxer } from "./Yamux.js"
 
 /** The DHT of the mesh: its own protocol id, so it never mixes with the public IPFS DHT. */
 export const DHT_PROTOCOL = "/mesh/kad/1.0.0"
@@ -106,7 +106,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
     },
     transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
     connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
+    streamMuxers: [muxer()],
     connectionGater: config.gater,
     ...(router ? { connectionManager: ROUTER_CONNECTIONS } : {}),
     services: {
