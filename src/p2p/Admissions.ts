@@ -121,6 +121,18 @@ export class Admissions {
     return [...this.authenticated.values()]
   }
 
+  /**
+   * The peer's open connections that passed the handshake, direct (unlimited) ones first. From the peer's own
+   * entries: a request to a peer looks at its connections, not at every connection of the host.
+   */
+  authenticatedConnections(peerId: string): ReadonlyArray<Connection> {
+    const open: Array<Connection> = []
+    for (const tracked of this.byPeer.get(peerId) ?? []) {
+      if (tracked.status === "authenticated" && tracked.connection.status === "open") open.push(tracked.connection)
+    }
+    return open.length < 2 ? open : open.sort((a, b) => Number(a.limits !== undefined) - Number(b.limits !== undefined))
+  }
+
   tracked(connection: Connection): Tracked | undefined {
     return this.connections.get(connection.id)
   }

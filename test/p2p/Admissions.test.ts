@@ -49,3 +49,23 @@ describe("Admissions sessions", () => {
     expect(sessionOf(admissions, "R")).not.toBe(first)
   })
 })
+
+describe("Admissions connections", () => {
+  /** A connection with the status and limits the lookup reads; `limits` marks a relayed one. */
+  const link = (id: string, peerId: string, status: "open" | "closed", relayed = false) =>
+    ({ ...connection(id, peerId), status, ...(relayed ? { limits: {} } : {}) }) as Connection
+
+  it("lists a peer's open, authenticated connections only, direct ones first", () => {
+    const admissions = new Admissions()
+    const relayed = link("relayed", "R", "open", true)
+    const direct = link("direct", "R", "open")
+    admissions.admit(admissions.track(relayed), peer("R", 1))
+    admissions.admit(admissions.track(direct), peer("R", 1))
+    admissions.track(link("pending", "R", "open"))
+    admissions.refuse(admissions.track(link("refused", "R", "open")), "bad credential")
+    admissions.admit(admissions.track(link("closed", "R", "closed")), peer("R", 1))
+    admissions.admit(admissions.track(link("other", "S", "open")), peer("S", 1))
+    expect(admissions.authenticatedConnections("R").map((c) => c.id)).toEqual(["direct", "relayed"])
+    expect(admissions.authenticatedConnections("T")).toEqual([])
+  })
+})

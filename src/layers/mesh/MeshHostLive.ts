@@ -194,7 +194,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           return found === undefined ? [mine, new Map(map).set(peer, mine)] : [found, map]
         })
         if (shared === mine) {
-          const connection = authenticatedConnections(peer)[0]
+          const connection = admissions.authenticatedConnections(peer)[0]
           const tracked = connection === undefined ? undefined : admissions.tracked(connection)
           const exchange =
             tracked === undefined ? Effect.fail("no authenticated connection") : Handshake.reauthenticate(deps, tracked)
@@ -291,18 +291,6 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return outcome.peer
       }).pipe(Spans.withSpan("mesh.dial", { kind: "client", captureStackTrace: false }))
 
-    /** Open connections to the peer that passed the handshake, direct (unlimited) ones first. */
-    const authenticatedConnections = (peer: string): ReadonlyArray<Connection> =>
-      libp2p
-        .getConnections()
-        .filter(
-          (c) =>
-            c.remotePeer.toString() === peer &&
-            c.status === "open" &&
-            admissions.tracked(c)?.status === "authenticated",
-        )
-        .sort((a, b) => Number(a.limits !== undefined) - Number(b.limits !== undefined))
-
     /** Where the peer may be reached: addresses the peer store holds (DHT, identify), then each router's relay. */
     const candidates = (peer: string) =>
       Effect.gen(function* () {
@@ -356,11 +344,12 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
     const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
       Effect.gen(function* () {
         const fail = (reason: string) => Effect.fail(new MeshDialError({ address: peer, reason }))
-        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
         if (peer === peerId) return yield* fail("that is this peer")
         if ((yield* options.trust).isBanned(peer)) return yield* fail("peer is banned")
+        // A peer admitted on an open connection has a well-formed id; only others are parsed (a decode of the key).
         const known = admissions.get(peer)
-        if (known !== undefined && authenticatedConnections(peer).length > 0) return known
+        if (known !== undefined && admissions.authenticatedConnections(peer).length > 0) return known
+        if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
         const mine = yield* Deferred.make<AuthenticatedPeer, MeshDialError>()
         const shared = yield* Ref.modify(reaching, (map) => {
           const found = map.get(peer)
@@ -387,10 +376,10 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
 
     const openStream = (peer: string, protocol: string, options?: { readonly optimistic?: boolean }) =>
       Effect.gen(function* () {
-        let connection = authenticatedConnections(peer)[0]
+        let connection = admissions.authenticatedConnections(peer)[0]
         if (connection === undefined) {
           yield* connect(peer)
-          connection = authenticatedConnections(peer)[0]
+          connection = admissions.authenticatedConnections(peer)[0]
         }
         if (connection === undefined) {
           return yield* new MeshDialError({ address: peer, reason: "connection closed after the handshake" })
