@@ -16,6 +16,7 @@ import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
+import * as LengthPrefixed from "./LengthPrefixed.js"
 import * as QuietLogger from "./QuietLogger.js"
 import { muxer } from "./Yamux.js"
 
@@ -84,6 +85,7 @@ const routersOnly =
 
 /** Creates the host, not started: the caller attaches its listeners first so that no connection goes unseen. */
 export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
+  LengthPrefixed.install()
   const router = config.mode === "router"
   const relay = router
     ? {
