@@ -13,6 +13,49 @@ export interface Deadlines {
   readonly after: (duration: Duration.Duration, late: () => void) => Cancel
 }
 
+/**
+ * A deadline that several waits in turn can watch, where racing the work against a timer would cost fibers: each
+ * wait (an `Effect.async`) watches it while it waits and gives up when it falls due.
+ */
+export interface Expiry {
+  readonly expired: () => boolean
+  /** Calls `late` when the deadline falls due, at once if it has; the function returned stops watching. */
+  readonly watch: (late: () => void) => Cancel
+  /** Ends the deadline (the work is done): nothing watching is called after this. */
+  readonly cancel: Cancel
+}
+
+/** An Expiry falling due `duration` from now. */
+export const expiry = (deadlines: Deadlines, duration: Duration.Duration): Expiry => {
+  let expired = false
+  const watchers = new Set<() => void>()
+  const cancel = deadlines.after(duration, () => {
+    expired = true
+    const due = [...watchers]
+    watchers.clear()
+    for (const late of due) late()
+  })
+  return {
+    expired: () => expired,
+    watch: (late) => {
+      if (expired) {
+        late()
+        return () => undefined
+      }
+      // Its own entry, so that a callback watching twice is stopped once each.
+      const entry = () => late()
+      watchers.add(entry)
+      return () => {
+        watchers.delete(entry)
+      }
+    },
+    cancel: () => {
+      watchers.clear()
+      cancel()
+    },
+  }
+}
+
 /** Deadlines by the tick they fall due in. Its state belongs to the sweeper that advances it. */
 class Wheel {
   private tick = 0

@@ -38,6 +38,7 @@ class Mesh extends Context.Tag("test/InferenceRoutingMesh")<
   Mesh,
   {
     readonly a: NodeHarness.NodeHarness
+    readonly b: NodeHarness.NodeHarness
     readonly cId: string
     readonly dId: string
     readonly bravo: OpenAiBackend
@@ -100,7 +101,7 @@ const MeshLive = Layer.scoped(
     const dId = yield* d.peerId
     yield* setPolicy(cp, policy(ids.map((id) => `node:${id}`)))
     yield* eventually(60, policyVersion(a), (version) => version > before)
-    return { a, cId: ids[2], dId, bravo, charlie, delta, e, echo }
+    return { a, b, cId: ids[2], dId, bravo, charlie, delta, e, echo }
   }),
 )
 
@@ -126,12 +127,27 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(5) })((it
   it.effect("a provider that sends no response head is given up on after the time-to-headers limit", () =>
     Effect.gen(function* () {
       const { a, bravo } = yield* Mesh
-      const before = bravo.count("m")
+      const [before, closed] = [bravo.count("m"), bravo.silentClosed()]
       // Only B attests name=bravo: nothing else to fall back on.
       const answer = yield* complete(a, { "x-mesh-required-labels": "name=bravo" })
       expect(answer.status).toBe(503)
       expect(answer.text).toContain("did not answer (no response head within 3s)")
       expect(bravo.count("m")).toBe(before + 1)
+      // The stream was reset, so B closed its request to the provider.
+      yield* eventually(20, Effect.sync(bravo.silentClosed), (n) => n === closed + 1)
+    }),
+  )
+
+  it.effect("a local provider that sends no response head is given up on after the limit, its request closed", () =>
+    Effect.gen(function* () {
+      const { b, bravo } = yield* Mesh
+      const [before, closed] = [bravo.count("m"), bravo.silentClosed()]
+      // B's own provider is the only one attesting name=bravo.
+      const answer = yield* complete(b, { "x-mesh-required-labels": "name=bravo" })
+      expect(answer.status).toBe(503)
+      expect(answer.text).toContain("local service bravo did not answer (no response head within 3s)")
+      expect(bravo.count("m")).toBe(before + 1)
+      yield* eventually(20, Effect.sync(bravo.silentClosed), (n) => n === closed + 1)
     }),
   )
 

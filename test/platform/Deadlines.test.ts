@@ -58,3 +58,30 @@ it("a tick is a tenth of the shortest finite deadline, between 10 ms and a secon
   expect(Duration.toMillis(Deadlines.tickFor([Duration.millis(5)]))).toBe(10)
   expect(Duration.toMillis(Deadlines.tickFor([Duration.infinity]))).toBe(1000)
 })
+
+it.scoped("an expiry calls what watches it when it falls due, at once when it has, and nothing once cancelled", () =>
+  Effect.gen(function* () {
+    const deadlines = yield* Deadlines.make(TICK)
+    const calls: Array<string> = []
+    const expiry = Deadlines.expiry(deadlines, Duration.millis(250))
+    expiry.watch(() => calls.push("first wait"))
+    const stop = expiry.watch(() => calls.push("stopped"))
+    stop()
+    yield* TestClock.adjust(Duration.millis(200))
+    expect(expiry.expired()).toBe(false)
+    expect(calls).toEqual([])
+    yield* TestClock.adjust(Duration.millis(200))
+    expect(expiry.expired()).toBe(true)
+    expect(calls).toEqual(["first wait"])
+    // A wait that starts after the deadline gives up at once.
+    expiry.watch(() => calls.push("late wait"))
+    expect(calls).toEqual(["first wait", "late wait"])
+
+    const done = Deadlines.expiry(deadlines, Duration.millis(100))
+    done.watch(() => calls.push("after the work ended"))
+    done.cancel()
+    yield* TestClock.adjust(Duration.seconds(2))
+    expect(done.expired()).toBe(false)
+    expect(calls).toEqual(["first wait", "late wait"])
+  }),
+)

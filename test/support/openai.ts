@@ -35,6 +35,8 @@ export interface OpenAiBackend {
   readonly requests: Array<Received>
   /** `performance.now()` when each held stream's client went away. */
   readonly heldClosedAt: Array<number>
+  /** Silent completions whose client went away. */
+  readonly silentClosed: () => number
   /** Completions received for a model. */
   readonly count: (model: string) => number
   /** While true, streams wait for `advance()` before each chunk after the first. */
@@ -52,10 +54,12 @@ export const openAi = (options: Options): Effect.Effect<OpenAiBackend, never, Sc
     const delay = options.chunkDelayMs ?? 100
     const waiting: Array<() => void> = []
     let permits = 0
+    let silentClosed = 0
     const backend: OpenAiBackend = {
       url: "",
       requests: [],
       heldClosedAt: [],
+      silentClosed: () => silentClosed,
       count: (model) => backend.requests.filter((r) => r.method === "POST" && r.model === model).length,
       gated: false,
       advance: () => {
@@ -154,7 +158,12 @@ export const openAi = (options: Options): Effect.Effect<OpenAiBackend, never, Sc
         res.writeHead(400, { "content-type": "application/json" })
         return void res.end(JSON.stringify({ error: { message: "bad request", type: "invalid_request_error" } }))
       }
-      if (options.silent?.includes(model)) return
+      if (options.silent?.includes(model)) {
+        res.once("close", () => {
+          silentClosed += 1
+        })
+        return
+      }
       const status = options.failing?.[model]
       if (status !== undefined) {
         res.writeHead(status, { "content-type": "application/json" })

@@ -9,17 +9,22 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { Effect, type Scope } from "effect"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
+import type * as Deadlines from "../../platform/Deadlines.js"
 
 export interface LocalBackend {
   /** Whether the inference service has a backend this node can call (a `target_url`). */
   readonly has: (service: string) => boolean
-  /** Sends the request; completes with the answer's head. Fails with a short reason when there is no answer. */
+  /**
+   * Sends the request; completes with the answer's head. Fails with a short reason when there is no answer, or none
+   * before `deadline` falls due.
+   */
   readonly send: (
     service: string,
     path: string,
     query: string,
     headers: Forwarding.OutgoingHeaders,
     body: Uint8Array,
+    deadline?: Deadlines.Expiry,
   ) => Effect.Effect<IncomingMessage, string, Scope.Scope>
 }
 
@@ -49,7 +54,7 @@ export const make = (services: ReadonlyArray<ServiceSpec>): Effect.Effect<LocalB
       ),
     )
 
-    const send: LocalBackend["send"] = (service, path, query, headers, body) =>
+    const send: LocalBackend["send"] = (service, path, query, headers, body, deadline) =>
       Effect.gen(function* () {
         const target = targets.get(service)
         if (target === undefined) return yield* Effect.fail(`the inference service ${service} has no target_url`)
@@ -80,20 +85,27 @@ export const make = (services: ReadonlyArray<ServiceSpec>): Effect.Effect<LocalB
         )
         return yield* Effect.async<IncomingMessage, string>((resume) => {
           let settled = false
+          let unwatch = ignore
           const onResponse = (answer: IncomingMessage) => {
             response = answer
             answer.on("error", ignore)
             if (!settled) resume(Effect.succeed(answer))
             settled = true
+            unwatch()
           }
           const onError = (error: Error) => {
             if (!settled) resume(Effect.fail(describe(error)))
             settled = true
+            unwatch()
           }
           outgoing.once("response", onResponse)
           outgoing.once("error", onError)
+          // Given up on: the scope's release destroys the request.
+          unwatch = deadline?.watch(() => onError(new Error("no response head in time"))) ?? ignore
+          if (settled) return
           outgoing.end(body)
           return Effect.sync(() => {
+            unwatch()
             outgoing.off("response", onResponse)
             outgoing.off("error", onError)
           })

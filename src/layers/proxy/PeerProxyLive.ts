@@ -223,8 +223,17 @@ export const layer = Layer.effect(
         } catch (error) {
           return failed(error instanceof Error ? error : new Error(String(error)))
         }
-        outgoing.once("response", (response) => resume(Effect.succeed(response)))
-        outgoing.once("error", failed)
+        // Given up on: the caller's scope resets the stream.
+        const unwatch = request.headDeadline?.watch(() => failed(new Error("no response head in time")))
+        outgoing.once("response", (response) => {
+          unwatch?.()
+          resume(Effect.succeed(response))
+        })
+        outgoing.once("error", (error) => {
+          unwatch?.()
+          failed(error)
+        })
+        if (request.headDeadline?.expired() === true) return
         const body = request.body
         if (body === undefined) outgoing.end()
         else if (body instanceof Uint8Array) {
@@ -235,6 +244,7 @@ export const layer = Layer.effect(
           body.once("error", (error) => outgoing.destroy(error))
           body.pipe(outgoing)
         }
+        return unwatch === undefined ? undefined : Effect.sync(unwatch)
       })
 
     const forwardWith = (asked: ProxyRequest, onTooLarge?: (message: string) => void) =>

@@ -11,6 +11,7 @@ import { Context, type Effect, type Scope } from "effect"
 import type { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import type * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceType } from "../../domain/ServiceType.js"
+import type * as Deadlines from "../../platform/Deadlines.js"
 import type { Agent } from "../agents/CurrentAgent.js"
 
 /** The stream protocol: one HTTP/1.1 request and its response per stream. */
@@ -42,6 +43,8 @@ export interface ProxyRequest {
    * version this node speaks. The answer then carries `McpOpen.OPENED` if it did.
    */
   readonly openMcpSession?: string
+  /** Falls due when the caller stops waiting for the response head: the exchange then fails (and is reset). */
+  readonly headDeadline?: Deadlines.Expiry
 }
 
 export type ProxyError = BadRequest | Forbidden | BadGateway
