@@ -10,6 +10,7 @@ import { Effect, type Scope } from "effect"
 import * as Forwarding from "../../domain/Forwarding.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import type * as Deadlines from "../../platform/Deadlines.js"
+import * as Finalizer from "../../platform/Finalizer.js"
 
 export interface LocalBackend {
   /** Whether the inference service has a backend this node can call (a `target_url`). */
@@ -60,8 +61,8 @@ export const make = (services: ReadonlyArray<ServiceSpec>): Effect.Effect<LocalB
         if (target === undefined) return yield* Effect.fail(`the inference service ${service} has no target_url`)
         let response: IncomingMessage | undefined
         const https = target.protocol === "https:"
-        const outgoing = yield* Effect.acquireRelease(
-          Effect.sync(() => {
+        const outgoing = yield* Finalizer.acquireSync(
+          () => {
             const req = (https ? httpsRequest : httpRequest)({
               protocol: target.protocol,
               hostname: target.hostname,
@@ -74,14 +75,13 @@ export const make = (services: ReadonlyArray<ServiceSpec>): Effect.Effect<LocalB
             // Failures after the answer began reach the response's reader; none may go unheard.
             req.on("error", ignore)
             return req
-          }),
-          (req) =>
-            Effect.sync(() => {
-              // An answer read to its end leaves the connection to the agent; anything else is abandoned.
-              if (response?.complete === true) return
-              response?.destroy()
-              req.destroy()
-            }),
+          },
+          (req) => {
+            // An answer read to its end leaves the connection to the agent; anything else is abandoned.
+            if (response?.complete === true) return
+            response?.destroy()
+            req.destroy()
+          },
         )
         return yield* Effect.async<IncomingMessage, string>((resume) => {
           let settled = false

@@ -8,6 +8,7 @@ import { Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "e
 import { NodeConfig } from "../../config/NodeConfig.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import type { ServiceType } from "../../domain/ServiceType.js"
+import * as Finalizer from "../../platform/Finalizer.js"
 import { type LocalService, LocalServices } from "../../services/local/LocalServices.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Probes from "./Probes.js"
@@ -105,7 +106,7 @@ export const layer = Layer.scoped(
       lookup: (type, name) =>
         Effect.map(all, (services) => Option.fromNullable(services.find((s) => s.type === type && s.name === name))),
       track: (type, name) =>
-        Effect.asVoid(Effect.acquireRelease(count(keyOf(type, name), 1), () => count(keyOf(type, name), -1))),
+        Effect.asVoid(Finalizer.acquire(count(keyOf(type, name), 1), () => count(keyOf(type, name), -1))),
       publishedChanges: state.changes.pipe(
         Stream.changesWith((a, b) => publicView(a) === publicView(b)),
         Stream.mapEffect(withLoad),

@@ -20,6 +20,7 @@ import * as TraceContext from "../../http/TraceContext.js"
 import { ProtocolRefused } from "../../p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import type { AuthenticatedPeer } from "../../p2p/Trust.js"
+import * as Finalizer from "../../platform/Finalizer.js"
 import * as Spans from "../../platform/Spans.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
@@ -255,7 +256,7 @@ export const layer = Layer.effect(
         const current = asked.agent ?? Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
         const request = { ...asked, path: path.right, ...(current === undefined ? {} : { agent: current }) }
         let response: IncomingMessage | undefined
-        const socket = yield* Effect.acquireRelease(open(request), (socket) =>
+        const socket = yield* Finalizer.acquire(open(request), (socket) =>
           Effect.sync(() => {
             // A response read to its end leaves a stream both sides closed; anything else is abandoned.
             if (response?.complete === true) socket.destroy()
