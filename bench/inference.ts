@@ -10,7 +10,10 @@
  * through A and straight to the provider, for both. "p99 added" is the p99 of per-pair differences (each sample
  * through the node minus the direct sample taken next to it).
  */
+import { mkdtempSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { Effect, Logger, LogLevel } from "effect"
 import * as Local from "../test/scale/LocalApi.js"
@@ -70,7 +73,13 @@ const post = (
     req.end(payload)
   })
 
-const measure = (urls: { readonly local: string; readonly remote: string; readonly remotePort: number }) =>
+const measure = (urls: {
+  readonly local: string
+  readonly remote: string
+  readonly remotePort: number
+  /** The bare pass-through's Unix socket, in front of the local provider. */
+  readonly passthrough: string
+}) =>
   Effect.gen(function* () {
     const [mesh, peers] = yield* Effect.all(
       [
@@ -99,8 +108,9 @@ const measure = (urls: { readonly local: string; readonly remote: string; readon
     const agents = {
       node: new Agent({ keepAlive: true, maxSockets: 1 }),
       direct: new Agent({ keepAlive: true, maxSockets: 1 }),
+      bare: new Agent({ keepAlive: true, maxSockets: 1 }),
     }
-    yield* Effect.addFinalizer(() => Effect.sync(() => [agents.node, agents.direct].forEach((x) => x.destroy())))
+    yield* Effect.addFinalizer(() => Effect.sync(() => Object.values(agents).forEach((x) => x.destroy())))
     const through = `${Local.BASE}/v1/chat/completions`
     const socket = a.from.socketPath
     const calls = {
@@ -119,6 +129,7 @@ const measure = (urls: { readonly local: string; readonly remote: string; readon
         return answer
       },
       localDirect: () => calls.localDirect(false),
+      localBare: () => post(agents.bare, through, urls.passthrough, body("local-model", false)),
       remoteNode: async () => {
         const answer = await calls.remoteNode(false)
         if (answer.provider !== a.toId) throw new Error("remote-model was not served by node B")
@@ -165,6 +176,7 @@ const measure = (urls: { readonly local: string; readonly remote: string; readon
     const p50 = (xs: ReadonlyArray<number>) => percentile(xs, 0.5)
     const stream50 = p50(samples.stream)
     const local50 = p50(samples.localNode) - p50(samples.localDirect)
+    const bare50 = p50(samples.localBare) - p50(samples.localDirect)
     const remote50 = p50(samples.remoteNode) - p50(samples.remoteDirect)
     const httpAdded = added(samples.http, samples.remoteDirect)
     const interleaved = `${SAMPLES} of each, interleaved, after ${WARMUP}`
@@ -179,6 +191,15 @@ const measure = (urls: { readonly local: string; readonly remote: string; readon
         goal: `<= ${goals.inference.localAddedMs} ms added`,
         met: local50 <= goals.inference.localAddedMs,
         notes: `${interleaved}; ${addedText(samples.localNode, samples.localDirect)}; through A's socket ${ms(samples.localNode)}; direct ${ms(samples.localDirect)}; X-Mesh-Overhead-Ms ${ms(reported.localNode)}`,
+      },
+      {
+        name: "one more HTTP hop at least: a bare pass-through to the local provider (p50 - direct p50)",
+        figure: bare50,
+        unit: "ms",
+        baselineName: "the node's added p50",
+        baseline: local50,
+        ratio: bare50 / local50,
+        notes: `${interleaved}; node:http alone in a process of its own on a Unix socket, the body read whole and parsed, sent on over keep-alive (bench/servers/passthrough.ts): the floor under the local goal on this machine; ${addedText(samples.localBare, samples.localDirect)}; through it ${ms(samples.localBare)}`,
       },
       {
         name: "inference overhead, remote provider (node p50 - direct p50)",
@@ -214,14 +235,27 @@ const measure = (urls: { readonly local: string; readonly remote: string; readon
 
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
   const [localPort, remotePort] = [await freePort(), await freePort()]
-  const urls = { local: `http://127.0.0.1:${localPort}`, remote: `http://127.0.0.1:${remotePort}`, remotePort }
+  const folder = mkdtempSync(join(tmpdir(), "mesh-bench-"))
+  const urls = {
+    local: `http://127.0.0.1:${localPort}`,
+    remote: `http://127.0.0.1:${remotePort}`,
+    remotePort,
+    passthrough: join(folder, "passthrough.sock"),
+  }
+  const passthroughPort = await freePort()
   const providers = [
     await start("bench/servers/openai.ts", [String(localPort), "local-model"], `${urls.local}/v1/models`),
     await start("bench/servers/openai.ts", [String(remotePort), "remote-model"], `${urls.remote}/v1/models`),
+    await start(
+      "bench/servers/passthrough.ts",
+      [String(passthroughPort), urls.passthrough, urls.local],
+      `http://127.0.0.1:${passthroughPort}/`,
+    ),
   ]
   try {
     return await Effect.runPromise(Effect.scoped(measure(urls)).pipe(Logger.withMinimumLogLevel(LogLevel.Warning)))
   } finally {
     await Promise.all(providers.map((p) => p.stop()))
+    rmSync(folder, { recursive: true, force: true })
   }
 }
