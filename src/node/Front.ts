@@ -9,7 +9,7 @@
  * are counted and timed as the middleware counts them.
  */
 import { performance } from "node:perf_hooks"
-import { type Context, Effect, Exit, Fiber, FiberRef, FiberRefs, Runtime } from "effect"
+import { Context, Effect, Exit, Fiber, FiberRef, FiberRefs, MutableRef, Runtime } from "effect"
 import { NodeConfig } from "../config/NodeConfig.js"
 import * as LocalHosts from "../domain/LocalHosts.js"
 import type { Front } from "../http/Listener.js"
@@ -43,11 +43,35 @@ export const make = (
     const run = Runtime.runFork(runtime)
 
     /** The member's services, when the node is a member connected to the mesh (the routes' availability). */
-    const connectedMember = (): Context.Context<MemberServices> | undefined => {
-      const phase = runSync(lifecycle.phase)
-      if (Exit.isFailure(phase) || phase.value._tag !== "Member") return undefined
-      const connected = runSync(lifecycle.connected)
-      return Exit.isSuccess(connected) && connected.value ? phase.value.context : undefined
+    const memberIfConnected: Effect.Effect<Context.Context<MemberServices> | undefined> = Effect.flatMap(
+      lifecycle.phase,
+      (phase) =>
+        phase._tag === "Member"
+          ? Effect.map(lifecycle.connected, (connected) => (connected ? phase.context : undefined))
+          : Effect.succeed(undefined),
+    )
+    /**
+     * What runs a request: the front's runtime with the member's services added, made once per membership rather
+     * than merged into each request's context.
+     */
+    const memberRuntime = MutableRef.make<
+      | {
+          readonly member: Context.Context<MemberServices>
+          readonly run: ReturnType<typeof Runtime.runFork<AgentLog | MemberServices>>
+        }
+      | undefined
+    >(undefined)
+    const runnerFor = (member: Context.Context<MemberServices>) => {
+      const cached = MutableRef.get(memberRuntime)
+      if (cached?.member === member) return cached.run
+      const merged = Runtime.make({
+        context: Context.merge(runtime.context, member),
+        runtimeFlags: runtime.runtimeFlags,
+        fiberRefs: runtime.fiberRefs,
+      })
+      const runMember = Runtime.runFork(merged)
+      MutableRef.set(memberRuntime, { member, run: runMember })
+      return runMember
     }
 
     return (req, res) => {
@@ -68,8 +92,9 @@ export const make = (
       const admission = Admission.admit(req.headers, found.route.access, trusted, token.matches)
       if (admission._tag !== "Admitted") return false
       const headers = admission.headers
-      const member = connectedMember()
-      if (member === undefined) return false
+      const connected = runSync(memberIfConnected)
+      if (Exit.isFailure(connected) || connected.value === undefined) return false
+      const member = connected.value
       const work = answer({
         req,
         res,
@@ -84,7 +109,6 @@ export const make = (
       const started = performance.now()
       const label = found.match.label
       const served = work.pipe(
-        Effect.provide(member),
         Effect.catchAllCause((cause) => internalError(res, cause)),
         Effect.zipRight(closed(res)),
         Effect.ensuring(
@@ -97,7 +121,7 @@ export const make = (
           ),
         ),
       )
-      const fiber = run(Effect.zipRight(metrics.enter, served))
+      const fiber = runnerFor(member)(Effect.zipRight(metrics.enter, served))
       // The client went away before its answer was done: the work is dropped (a peer's stream reset, a provider's
       // request ended).
       res.once("close", () => {
