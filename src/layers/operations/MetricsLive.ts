@@ -55,7 +55,12 @@ export const make = (): MetricsRegistry => {
     register(name, "counter", help, () => {
       const values = new Map<string, number>()
       return [
-        { inc: (labels = {}, by = 1) => void values.set(labelKey(labels), (values.get(labelKey(labels)) ?? 0) + by) },
+        {
+          inc: (labels = {}, by = 1) => {
+            const key = labelKey(labels)
+            values.set(key, (values.get(key) ?? 0) + by)
+          },
+        },
         (out) => {
           for (const [key, value] of values) out.push(series(name, key, value))
         },
