@@ -241,8 +241,9 @@ export const layer = Layer.scoped(
         if (Option.isSome(denied)) return yield* Effect.fail<Failure>({ _tag: "Policy", reason: denied.value })
       })
 
-    // The time-to-headers limit is watched by the waits for a head (connecting, then the answer's head), not raced
-    // by a fiber: a fork per attempt cost a local completion a fifth of its CPU.
+    // The time-to-headers limit is watched by the waits for a head (a local backend's, a peer's in the proxy's
+    // exchange), not raced by a fiber: a fork per attempt cost a local completion a fifth of its CPU. A dial to a
+    // peer ends on its own deadline.
     const deadlines = yield* Deadlines.make(Deadlines.tickFor([headersTimeout]))
     const late: Failure = { _tag: "Timeout", reason: `no response head within ${Duration.format(headersTimeout)}` }
 
