@@ -17,6 +17,7 @@ import { corked } from "./CorkedTcp.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
 import * as LengthPrefixed from "./LengthPrefixed.js"
+import * as NoiseCrypto from "./NoiseCrypto.js"
 import * as QuietLogger from "./QuietLogger.js"
 import { muxer } from "./Yamux.js"
 
@@ -107,7 +108,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
     },
     transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
-    connectionEncrypters: [noise()],
+    connectionEncrypters: [noise({ crypto: NoiseCrypto.crypto })],
     streamMuxers: [muxer()],
     connectionGater: config.gater,
     ...(router ? { connectionManager: ROUTER_CONNECTIONS } : {}),
