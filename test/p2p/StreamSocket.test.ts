@@ -4,8 +4,9 @@
  * proxied request abandoned by its client before the peer's protocol echo came reset the stream, the reset's 'end'
  * was read as the peer refusing the protocol, and that second error was emitted with nobody listening.
  */
+import { Duplex } from "node:stream"
 import type { Connection, Libp2p } from "@libp2p/interface"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../src/p2p/StreamSocket.js"
 import { bareHost } from "./bareHost.js"
@@ -62,5 +63,36 @@ describe("StreamSocket given up by its own side", () => {
       process.off("uncaughtException", record)
     }
     expect(escaped).toEqual([])
+  })
+})
+
+describe("StreamSocket ended again once its writing finished", () => {
+  const finished = async (): Promise<StreamSocket> => {
+    const socket = await unconfirmed()
+    socket.on("error", () => undefined)
+    await new Promise<void>((resolve) => socket.end(resolve))
+    expect(socket.writableFinished).toBe(true)
+    return socket
+  }
+
+  // node:http's server does this when the remote finishes writing after our answer went: nobody reads the error
+  // Node would build, so none is built.
+  it("is left as it is, without Node's end (which builds an error nobody reads)", async () => {
+    const socket = await finished()
+    const nodeEnd = vi.spyOn(Duplex.prototype, "end")
+    try {
+      expect(socket.end()).toBe(socket)
+      expect(nodeEnd).not.toHaveBeenCalled()
+    } finally {
+      nodeEnd.mockRestore()
+    }
+    socket.destroy()
+  })
+
+  it("still tells a callback that it had finished", async () => {
+    const socket = await finished()
+    const told = await new Promise<unknown>((resolve) => socket.end(resolve))
+    expect((told as { code?: string }).code).toBe("ERR_STREAM_ALREADY_FINISHED")
+    socket.destroy()
   })
 })
