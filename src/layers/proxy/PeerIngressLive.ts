@@ -20,6 +20,7 @@ import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import { StreamResponse } from "../../p2p/StreamResponse.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import * as Deadlines from "../../platform/Deadlines.js"
 import * as Spans from "../../platform/Spans.js"
@@ -437,7 +438,7 @@ export const layer = Layer.scoped(
       })
 
     // No timeouts on the request as a whole: SSE answers and long uploads are legitimate.
-    const server = createServer({ requestTimeout: 0 }, (req, res) => {
+    const server = createServer({ requestTimeout: 0, ServerResponse: StreamResponse }, (req, res) => {
       if (req.socket instanceof StreamSocket) streams.headersArrived(req.socket)
       run(handle(req, res))
     })
