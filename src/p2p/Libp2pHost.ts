@@ -68,6 +68,8 @@ export interface HostConfig {
   readonly mode: "router" | "node"
   readonly gater: ConnectionGater
   readonly guard: StreamGuard
+  /** Protocols this host serves to dialers that propose them optimistically: their echo waits for the answer. */
+  readonly optimisticProtocols?: ReadonlyArray<string>
   /** Nodes only: whether a peer is a router (a DHT server); no other peer enters the node's DHT routing table. */
   readonly isDhtServer?: (peerId: string) => boolean
 }
@@ -109,7 +111,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
     },
     transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
     connectionEncrypters: [noise({ crypto: NoiseCrypto.crypto })],
-    streamMuxers: [muxer()],
+    streamMuxers: [muxer({}, { holdEchoFor: config.optimisticProtocols ?? [] })],
     connectionGater: config.gater,
     ...(router ? { connectionManager: ROUTER_CONNECTIONS } : {}),
     services: {

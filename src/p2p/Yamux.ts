@@ -14,6 +14,7 @@
  */
 import type { MessageStream, StreamMuxerFactory } from "@libp2p/interface"
 import { type YamuxMuxerInit, yamux } from "@libp2p/yamux"
+import * as HeldEcho from "./HeldEcho.js"
 
 /** yamux's stream states (`StreamState` in @libp2p/yamux, not exported). */
 const INIT = 0
@@ -43,9 +44,12 @@ const lazyGrants = (stream: YamuxStreamFields): void => {
   }
 }
 
-/** The muxer factory for libp2p's `streamMuxers`. */
+/**
+ * The muxer factory for libp2p's `streamMuxers`. `holdEchoFor`: protocols whose echo an inbound stream holds for its
+ * handler's first bytes when the dialer proposed optimistically (HeldEcho).
+ */
 export const muxer =
-  (init: YamuxMuxerInit = {}) =>
+  (init: YamuxMuxerInit = {}, options: { readonly holdEchoFor?: ReadonlyArray<string> } = {}) =>
   (): StreamMuxerFactory => {
     const factory = yamux(init)()
     const create = factory.createStreamMuxer.bind(factory)
@@ -56,6 +60,8 @@ export const muxer =
       fields._newStream = (streamId, state, direction) => {
         const stream = newStream(streamId, state, direction)
         lazyGrants(stream)
+        if (direction === "inbound")
+          HeldEcho.install(stream as unknown as HeldEcho.EchoStream, options.holdEchoFor ?? [])
         return stream
       }
       return created

@@ -43,6 +43,7 @@ import {
   MeshListenError,
   MeshStartError,
 } from "../../services/mesh/MeshHost.js"
+import { PROTOCOL as PROXY_PROTOCOL } from "../../services/proxy/PeerProxy.js"
 
 /** How long a gated request (stream, relay reservation) waits for its peer's handshake to end. */
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
@@ -83,6 +84,8 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           mode: options.mode,
           gater,
           guard,
+          // The proxy's callers propose its protocol optimistically; its echo can wait for the answer (HeldEcho).
+          optimisticProtocols: [PROXY_PROTOCOL],
           // A router is known by the role its credential proved in the handshake.
           isDhtServer: (peer) => admissions.get(peer)?.role === ROUTER_ROLE,
           ...(options.announce === undefined ? {} : { announce: options.announce }),
