@@ -153,7 +153,7 @@ export class StreamSocket extends Duplex {
       if (!waiting) return
       waiting = false
       stream.removeEventListener("drain", afterDrain)
-      stream.removeEventListener("idle", check)
+      stream.removeEventListener("idle", afterIdle)
       stream.removeEventListener("close", closed)
       callback(error)
     }
@@ -162,9 +162,13 @@ export class StreamSocket extends Duplex {
     }
     // The stream sends what the drain allows in a microtask of its own, queued before this one.
     const afterDrain = () => queueMicrotask(check)
+    // 'idle' comes while the stream is still in its send loop. Called back there, a socket that was ending closes at
+    // once, and libp2p's close, seeing a send under way, waits for an 'idle' that has just gone by: the stream's
+    // writing never closed, and the serving side of every large answer stayed open until its idle timer.
+    const afterIdle = () => queueMicrotask(check)
     const closed = (event: StreamCloseEvent) => done(event.error ?? new Error("the stream closed"))
     stream.addEventListener("drain", afterDrain)
-    stream.addEventListener("idle", check)
+    stream.addEventListener("idle", afterIdle)
     stream.addEventListener("close", closed)
   }
 

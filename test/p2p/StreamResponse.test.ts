@@ -1,7 +1,8 @@
 /**
  * A server answering one request per stream, between two real hosts: the response that ends ends its stream in the
  * same tick, so the stream's close leaves with the answer's last bytes rather than in a write of its own; the caller
- * still reads the whole answer, large ones included, and a response the server keeps alive leaves the stream open.
+ * still reads the whole answer, large ones included, after which the stream closes; and a response the server keeps
+ * alive leaves the stream open.
  */
 import { createServer, request, type Server, type ServerResponse } from "node:http"
 import type { Connection, Libp2p } from "@libp2p/interface"
@@ -80,11 +81,11 @@ describe("StreamResponse", () => {
     expect(endedAtEnd.get("/small")).toBe(true)
   })
 
-  // Whether the close then leaves is libp2p's: its stream may wait for window to send the rest first.
-  it("loses nothing of an answer larger than the stream's write room", async () => {
+  it("loses nothing of an answer larger than the stream's write room, and closes the stream after it", async () => {
     const large = await get("/large")
     expect(large.body.byteLength).toBe(LARGE)
     expect(large.body.every((byte) => byte === 0x61)).toBe(true)
+    expect(large.closed).toBe(true)
     expect(endedAtEnd.get("/large")).toBe(true)
   })
 
