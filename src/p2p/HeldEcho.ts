@@ -46,13 +46,17 @@ const equal = (data: Uint8Array | Uint8ArrayList, expected: Uint8Array): boolean
 }
 
 /**
- * Holds the echo of each of `protocols` on this inbound stream when its dialer was optimistic. What has arrived is
- * read off the stream's receive window (granted again only at half use, Yamux.ts); once a grant has reset it, the
- * count reads low and the echo goes at once, which is always safe.
+ * What holds the echo of each of `protocols` on an inbound stream when its dialer was optimistic; the echoes are
+ * encoded once, here. What has arrived is read off the stream's receive window (granted again only at half use,
+ * Yamux.ts); once a grant has reset it, the count reads low and the echo goes at once, which is always safe.
  */
-export const install = (stream: EchoStream, protocols: ReadonlyArray<string>): void => {
-  if (protocols.length === 0) return
-  const echoes = new Map(protocols.map((protocol) => [protocol, message(protocol)]))
+export const holder = (protocols: ReadonlyArray<string>): ((stream: EchoStream) => void) => {
+  const echoes = protocols.map(message)
+  if (echoes.length === 0) return () => undefined
+  return (stream) => install(stream, echoes)
+}
+
+const install = (stream: EchoStream, echoes: ReadonlyArray<Uint8Array>): void => {
   const send = stream.send.bind(stream)
   const close = stream.close.bind(stream)
   const received = () => stream.recvWindow - stream.recvWindowCapacity
@@ -76,15 +80,13 @@ export const install = (stream: EchoStream, protocols: ReadonlyArray<string>): v
       state = "protocol"
       return true
     }
-    if (state === "protocol") {
-      const optimistic = [...echoes.values()].some(
-        (echo) => equal(data, echo) && received() > HEADER.byteLength + echo.byteLength,
-      )
-      if (optimistic) {
-        held.push(data)
-        state = "handler"
-        return true
-      }
+    if (
+      state === "protocol" &&
+      echoes.some((echo) => equal(data, echo) && received() > HEADER.byteLength + echo.byteLength)
+    ) {
+      held.push(data)
+      state = "handler"
+      return true
     }
     return release(data)
   }

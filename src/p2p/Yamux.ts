@@ -52,6 +52,7 @@ export const muxer =
   (init: YamuxMuxerInit = {}, options: { readonly holdEchoFor?: ReadonlyArray<string> } = {}) =>
   (): StreamMuxerFactory => {
     const factory = yamux(init)()
+    const holdEcho = HeldEcho.holder(options.holdEchoFor ?? [])
     const create = factory.createStreamMuxer.bind(factory)
     factory.createStreamMuxer = (connection: MessageStream) => {
       const created = create(connection)
@@ -60,8 +61,7 @@ export const muxer =
       fields._newStream = (streamId, state, direction) => {
         const stream = newStream(streamId, state, direction)
         lazyGrants(stream)
-        if (direction === "inbound")
-          HeldEcho.install(stream as unknown as HeldEcho.EchoStream, options.holdEchoFor ?? [])
+        if (direction === "inbound") holdEcho(stream as unknown as HeldEcho.EchoStream)
         return stream
       }
       return created
