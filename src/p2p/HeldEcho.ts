@@ -12,8 +12,7 @@
  * the stream.
  */
 import { Uint8ArrayList } from "uint8arraylist"
-
-const PROTOCOL_ID = "/multistream/1.0.0"
+import { message, PROTOCOL_ID } from "./OptimisticSelect.js"
 
 /** What of a yamux stream this wraps: its sending, its closing and the window that tells what has arrived. */
 export interface EchoStream {
@@ -21,19 +20,6 @@ export interface EchoStream {
   close: (options?: unknown) => Promise<void>
   readonly recvWindow: number
   readonly recvWindowCapacity: number
-}
-
-/** One length-prefixed message of multistream-select, as its listener writes it. */
-const message = (text: string): Uint8Array => {
-  const body = new TextEncoder().encode(`${text}\n`)
-  const length: Array<number> = []
-  let n = body.byteLength
-  while (n >= 0x80) {
-    length.push((n & 0x7f) | 0x80)
-    n >>>= 7
-  }
-  length.push(n)
-  return Uint8Array.of(...length, ...body)
 }
 
 const HEADER = message(PROTOCOL_ID)

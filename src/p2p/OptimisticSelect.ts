@@ -13,7 +13,7 @@
 import { type Connection, type Stream, TooManyOutboundProtocolStreamsError } from "@libp2p/interface"
 import { Uint8ArrayList } from "uint8arraylist"
 
-const PROTOCOL_ID = "/multistream/1.0.0"
+export const PROTOCOL_ID = "/multistream/1.0.0"
 /** multistream-select's own cap on a message; anything longer is not an echo. */
 const MAX_MESSAGE = 1024
 
@@ -25,7 +25,7 @@ export class ProtocolRefused extends Error {
 }
 
 /** One length-prefixed message of multistream-select: an unsigned varint length, then the text. */
-const message = (text: string): Uint8Array => {
+export const message = (text: string): Uint8Array => {
   const body = new TextEncoder().encode(`${text}\n`)
   const length: Array<number> = []
   let n = body.byteLength

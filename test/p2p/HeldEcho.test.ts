@@ -4,46 +4,19 @@
  * in one frame; a dialer that waits for the echo gets it at once; a handler that closes without writing still
  * confirms the protocol first; a protocol not held is answered as before.
  */
-import type { Connection, Libp2p, MessageStream, Stream, StreamMuxerFactory } from "@libp2p/interface"
+import type { Connection, Libp2p, Stream } from "@libp2p/interface"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../src/p2p/StreamSocket.js"
 import { muxer } from "../../src/p2p/Yamux.js"
 import { bareHost } from "./bareHost.js"
+import { ACK, DATA, type Frame, recording } from "./recordingMuxer.js"
 
 const HELD = "/mesh/test/held/1.0.0"
 const SILENT = "/mesh/test/silent/1.0.0"
 const PLAIN = "/mesh/test/plain/1.0.0"
-/** yamux's frame type and flag (@libp2p/yamux's `FrameType` and `Flag`). */
-const DATA = 0
-const ACK = 2
-
-interface Frame {
-  readonly type: number
-  readonly flag: number
-  readonly streamID: number
-  readonly length: number
-}
-
 /** Every frame the listener's muxers send. */
 const sent: Array<Frame> = []
-
-/** The mesh's muxer holding the echo of HELD and SILENT, every frame it sends recorded. */
-const recording = (): StreamMuxerFactory => {
-  const factory = muxer({}, { holdEchoFor: [HELD, SILENT] })()
-  const create = factory.createStreamMuxer.bind(factory)
-  factory.createStreamMuxer = (connection: MessageStream) => {
-    const created = create(connection)
-    const fields = created as unknown as { sendFrame: (header: Frame, data?: unknown) => boolean }
-    const send = fields.sendFrame.bind(created)
-    fields.sendFrame = (header, data) => {
-      sent.push({ ...header })
-      return send(header, data)
-    }
-    return created
-  }
-  return factory
-}
 
 const framesOf = (stream: Stream) => sent.filter((frame) => frame.streamID === Number(stream.id))
 
@@ -55,7 +28,8 @@ const pending: Array<(answer: string) => void> = []
 
 beforeAll(async () => {
   dialer = await bareHost(41)
-  listener = await bareHost(42, recording)
+  // The mesh's muxer holding the echo of HELD and SILENT.
+  listener = await bareHost(42, recording(muxer({}, { holdEchoFor: [HELD, SILENT] }), sent))
   const answering = (stream: Stream) => {
     stream.addEventListener("message", () => pending.push((answer) => stream.send(new TextEncoder().encode(answer))), {
       once: true,

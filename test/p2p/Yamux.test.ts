@@ -2,49 +2,18 @@
  * The mesh's yamux (src/p2p/Yamux.ts) between two real hosts: a small exchange sends no frame that carries only a
  * flag or a window, while a stream that is only read still gets the window it needs.
  */
-import type { Connection, Libp2p, MessageStream, Stream, StreamMuxerFactory } from "@libp2p/interface"
+import type { Connection, Libp2p, Stream } from "@libp2p/interface"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { muxer } from "../../src/p2p/Yamux.js"
 import { bareHost } from "./bareHost.js"
+import { ACK, DATA, FIN, type Frame, RST, recording, SYN } from "./recordingMuxer.js"
 
 const ANSWER = "/mesh/test/answer/1.0.0"
 const SINK = "/mesh/test/sink/1.0.0"
 const SUNK = 4 * 1024 * 1024
 const CHUNK = 64 * 1024
-/** yamux's frame types and flags (@libp2p/yamux's `FrameType` and `Flag`). */
-const DATA = 0
-const SYN = 1
-const ACK = 2
-const FIN = 4
-const RST = 8
-
-interface Frame {
-  readonly type: number
-  readonly flag: number
-  readonly streamID: number
-  readonly length: number
-}
-
 /** Each frame a host's muxers send, by host. */
 const sent = { dialer: [] as Array<Frame>, listener: [] as Array<Frame> }
-
-/** The mesh's muxer, with every frame its muxers send recorded under `side`. */
-const recording = (side: keyof typeof sent) => (): StreamMuxerFactory => {
-  const factory = muxer()()
-  const create = factory.createStreamMuxer.bind(factory)
-  factory.createStreamMuxer = (connection: MessageStream) => {
-    const created = create(connection)
-    // Streams take the muxer's `sendFrame` when they are made, so it is wrapped before any is.
-    const fields = created as unknown as { sendFrame: (header: Frame, data?: unknown) => boolean }
-    const send = fields.sendFrame.bind(created)
-    fields.sendFrame = (header, data) => {
-      sent[side].push({ ...header })
-      return send(header, data)
-    }
-    return created
-  }
-  return factory
-}
 
 const onStream = (side: keyof typeof sent, stream: Stream) =>
   sent[side].filter((frame) => frame.streamID === Number(stream.id))
@@ -59,8 +28,8 @@ let sinkReceived: Promise<number>
 let resolveSink: (n: number) => void
 
 beforeAll(async () => {
-  dialer = await bareHost(31, recording("dialer"))
-  listener = await bareHost(32, recording("listener"))
+  dialer = await bareHost(31, recording(muxer(), sent.dialer))
+  listener = await bareHost(32, recording(muxer(), sent.listener))
   await listener.handle(ANSWER, (stream) => {
     stream.addEventListener(
       "message",
