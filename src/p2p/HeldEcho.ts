@@ -46,12 +46,10 @@ const install = (stream: EchoStream, echoes: ReadonlyArray<Uint8Array>): void =>
   const send = stream.send.bind(stream)
   const close = stream.close.bind(stream)
   const received = () => stream.recvWindow - stream.recvWindowCapacity
+  /** What is held so far: nothing (the next write may be the header's echo), the header, or header and protocol. */
   let held: Array<Uint8Array | Uint8ArrayList> = []
-  /** Which echo the next write may be: the header's, then the protocol's; after that, the handler's own bytes. */
-  let state: "header" | "protocol" | "handler" = "header"
 
   const release = (data?: Uint8Array | Uint8ArrayList): boolean => {
-    state = "handler"
     stream.send = send
     stream.close = close
     const parts = data === undefined ? held : [...held, data]
@@ -61,20 +59,14 @@ const install = (stream: EchoStream, echoes: ReadonlyArray<Uint8Array>): void =>
   }
 
   stream.send = (data) => {
-    if (state === "header" && equal(data, HEADER) && received() > HEADER.byteLength) {
-      held.push(data)
-      state = "protocol"
-      return true
-    }
-    if (
-      state === "protocol" &&
-      echoes.some((echo) => equal(data, echo) && received() > HEADER.byteLength + echo.byteLength)
-    ) {
-      held.push(data)
-      state = "handler"
-      return true
-    }
-    return release(data)
+    const holds =
+      held.length === 0
+        ? equal(data, HEADER) && received() > HEADER.byteLength
+        : held.length === 1 &&
+          echoes.some((echo) => equal(data, echo) && received() > HEADER.byteLength + echo.byteLength)
+    if (!holds) return release(data)
+    held.push(data)
+    return true
   }
   stream.close = (options) => {
     release()
