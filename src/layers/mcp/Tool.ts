@@ -29,7 +29,7 @@ export interface Request {
   readonly onProgress?: (progress: Progress) => void
 }
 
-export interface Tool<Shape extends z.ZodRawShape, R> {
+export interface Definition<Shape extends z.ZodRawShape, R> {
   readonly name: string
   readonly title: string
   readonly description: string
@@ -40,12 +40,23 @@ export interface Tool<Shape extends z.ZodRawShape, R> {
   run(args: z.infer<z.ZodObject<Shape>>, request: Request): Effect.Effect<CallToolResult, never, R>
 }
 
+export interface Tool<Shape extends z.ZodRawShape, R> extends Definition<Shape, R> {
+  /**
+   * The input shape as one schema, made once: zod compiles an object schema on its first parse, so a schema made
+   * per call is compiled per call.
+   */
+  readonly inputSchema: z.ZodType
+}
+
 type RequirementsOf<X> = X extends Tool<infer _S, infer R> ? R : never
 
 /** What a list of tools needs to run: the union of what each needs. */
 export type Requirements<T extends ReadonlyArray<unknown>> = RequirementsOf<T[number]>
 
-export const make = <Shape extends z.ZodRawShape, R>(tool: Tool<Shape, R>): Tool<Shape, R> => tool
+export const make = <Shape extends z.ZodRawShape, R>(definition: Definition<Shape, R>): Tool<Shape, R> => ({
+  ...definition,
+  inputSchema: z.object(definition.input),
+})
 
 export { ok, refused } from "./ToolResult.js"
 
@@ -54,7 +65,7 @@ const EMPTY_INPUT = { type: "object" as const, properties: {} }
 
 /** The tool as `tools/list` shows it: JSON schemas from its zod shapes, converted as the SDK's own server does. */
 export const definition = (
-  tool: Pick<Tool<z.ZodRawShape, never>, "name" | "title" | "description" | "input" | "output" | "annotations">,
+  tool: Pick<Definition<z.ZodRawShape, never>, "name" | "title" | "description" | "input" | "output" | "annotations">,
 ): McpTool => ({
   name: tool.name,
   title: tool.title,
@@ -132,7 +143,7 @@ export const invoke = <R>(
   args: unknown,
   extra: Extra,
 ): Promise<CallToolResult> => {
-  const parsed = z.object(tool.input).safeParse(args ?? {})
+  const parsed = tool.inputSchema.safeParse(args ?? {})
   if (!parsed.success) {
     return Promise.resolve(
       refused(`Input validation error: Invalid arguments for tool ${tool.name}: ${getParseErrorMessage(parsed.error)}`),
