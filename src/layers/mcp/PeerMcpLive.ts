@@ -6,18 +6,20 @@
  * kept, the longest unused closed first. A new session costs no round trip of its own: its first request asks the
  * serving node to open it there (OpenAtPeer). Where that is not done, it is opened the ordinary way, one round trip
  * before its first call (initialize): its initialized notification goes alongside that call, and no GET stream is
- * opened (`sessionFetch`).
+ * opened (`sessionFetch`). A tool call is made in the session past the SDK's client (ToolCall), on this layer's
+ * deadlines.
  */
 import { AsyncLocalStorage } from "node:async_hooks"
-import { createHash } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
+import * as Deadlines from "../../platform/Deadlines.js"
 import { type Agent, CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import {
   PeerMcp,
@@ -27,6 +29,7 @@ import {
 } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 import * as OpenAtPeer from "./OpenAtPeer.js"
+import * as ToolCall from "./ToolCall.js"
 import * as ToolPages from "./ToolPages.js"
 import * as Unchecked from "./Unchecked.js"
 
@@ -34,14 +37,20 @@ export const IDLE = Duration.minutes(5)
 export const MAX_SESSIONS = 256
 const CONNECT_TIMEOUT = Duration.seconds(15)
 /** A tool call may run long while it reports progress; without any, a minute of silence ends it. */
-const CALL_TIMEOUT_MS = 60_000
-const MAX_CALL_MS = 10 * 60_000
+const CALL_TIMEOUT = Duration.minutes(1)
+const MAX_CALL = Duration.minutes(10)
+const JSON_POST: Readonly<Record<string, string>> = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+}
 /** Ending a session is a courtesy to the serving side; a stopping node does not wait longer for it. */
 const CLOSE_TIMEOUT = Duration.seconds(1)
 
 interface Session {
   readonly client: Client
   readonly transport: StreamableHTTPClientTransport
+  /** A message posted in the session, past the SDK's client (ToolCall). */
+  readonly post: ToolCall.Post
 }
 
 interface Slot {
@@ -112,6 +121,7 @@ const mayHaveRun = (message: string): PeerMcpError =>
 const classify = (error: unknown, established: boolean, replayable = true): PeerMcpError | Gone => {
   if (error instanceof OpenAtPeer.NotOpened) return new Gone(true)
   if (error instanceof TooLarge) return fail("failed", error.message)
+  if (error instanceof ToolCall.NoResult) return mayHaveRun(error.message)
   if (error instanceof ProxyFailure) {
     const failure = error.failure
     if (failure._tag === "Forbidden") return fail("refused", failure.message)
@@ -193,6 +203,11 @@ const make = ({ maxSessions, idle }: Limits) =>
     const run = Runtime.runFork(runtime)
     const runExit = Runtime.runPromiseExit(runtime)
     const slots = yield* Ref.make<ReadonlyMap<string, Slot>>(new Map())
+    const callLimits: ToolCall.Limits = {
+      deadlines: yield* Deadlines.make(Deadlines.tickFor([CALL_TIMEOUT])),
+      quiet: CALL_TIMEOUT,
+      total: MAX_CALL,
+    }
 
     /** The peer's service over the proxy path; the URL is a placeholder, the path below the service is empty. */
     const meshFetch =
@@ -275,11 +290,26 @@ const make = ({ maxSessions, idle }: Limits) =>
         // The session is opened by its first request, at the serving node (OpenAtPeer): no initialize from here. Once
         // one was not, it is opened the ordinary way.
         let transport: StreamableHTTPClientTransport
-        if (ordinary)
+        let post: ToolCall.Post
+        if (ordinary) {
           transport = new StreamableHTTPClientTransport(url, { fetch: sessionFetch(base, onAnnounceFailed) })
-        else {
+          // The id and version the transport learned from the initialize, as it sends them itself.
+          post = (body, signal) => {
+            const headers: Record<string, string> = { ...JSON_POST }
+            if (transport.sessionId !== undefined) headers["mcp-session-id"] = transport.sessionId
+            if (transport.protocolVersion !== undefined) headers["mcp-protocol-version"] = transport.protocolVersion
+            return base(url, { method: "POST", headers, body, ...(signal === undefined ? {} : { signal }) })
+          }
+        } else {
           const opening = new OpenAtPeer.Opening(base, (version) => transport.setProtocolVersion(version))
           transport = new StreamableHTTPClientTransport(url, { fetch: opening.fetch, sessionId: OpenAtPeer.PENDING })
+          post = (body, signal) =>
+            opening.fetch(url, {
+              method: "POST",
+              headers: JSON_POST,
+              body,
+              ...(signal === undefined ? {} : { signal }),
+            })
         }
         yield* Effect.tryPromise({
           try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(CONNECT_TIMEOUT) }),
@@ -296,7 +326,7 @@ const make = ({ maxSessions, idle }: Limits) =>
         )
         // The transport closed under us (closed here, or failed for good): the session is gone.
         client.onclose = onClosed
-        return { client, transport }
+        return { client, transport, post }
       })
 
     /**
@@ -346,7 +376,7 @@ const make = ({ maxSessions, idle }: Limits) =>
         const exit = yield* Deferred.await(slot.session).pipe(Effect.exit)
         if (Exit.isFailure(exit)) return
         // Ended when the wait is over, or when the layer's scope closes first.
-        yield* Effect.sleep(Duration.millis(MAX_CALL_MS)).pipe(Effect.ensuring(end(exit.value)), Effect.forkIn(scope))
+        yield* Effect.sleep(MAX_CALL).pipe(Effect.ensuring(end(exit.value)), Effect.forkIn(scope))
       })
 
     /** Removes the slot if it is still the one for its key. */
@@ -457,25 +487,13 @@ const make = ({ maxSessions, idle }: Limits) =>
       args: Readonly<Record<string, unknown>>,
       onProgress?: (progress: Progress) => void,
     ) =>
-      use(peerId, service, false, ({ client }, signal) =>
-        // A plain request: the result goes back as the server sent it, without the client's own checks of it.
-        client.request({ method: "tools/call", params: { name: tool, arguments: { ...args } } }, CallToolResultSchema, {
+      use(peerId, service, false, ({ post }, signal) =>
+        ToolCall.limited(
+          callLimits,
+          post,
+          { id: `mesh-${randomUUID()}`, tool, args, ...(onProgress === undefined ? {} : { onProgress }) },
           signal,
-          timeout: CALL_TIMEOUT_MS,
-          resetTimeoutOnProgress: true,
-          maxTotalTimeout: MAX_CALL_MS,
-          // The SDK asks for progress (a token of its own) only when there is someone to hand it to.
-          ...(onProgress === undefined
-            ? {}
-            : {
-                onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) =>
-                  onProgress({
-                    progress: p.progress,
-                    ...(p.total === undefined ? {} : { total: p.total }),
-                    ...(p.message === undefined ? {} : { message: p.message }),
-                  }),
-              }),
-        }),
+        ),
       )
 
     const sweep = Effect.gen(function* () {

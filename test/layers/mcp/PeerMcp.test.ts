@@ -3,7 +3,12 @@
  * through a stand-in for the proxy path that tells the backend who calls: the peer, and the agent whose token came
  * along. Every request that crosses it is recorded, as the serving peer would see it.
  */
+
+import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
@@ -124,6 +129,68 @@ const openAt = async (url: string, caller: Headers, version: string) => {
   await notified.arrayBuffer()
   return { sessionId, version: agreed }
 }
+
+/**
+ * A backend whose `wait` tool runs until the caller gives up, reporting progress each time the test pokes it; what it
+ * heard of the caller giving up is kept.
+ */
+const waiting = Effect.gen(function* () {
+  const started = yield* Deferred.make<void>()
+  const poked: Array<() => void> = []
+  const cancelled: Array<string> = []
+  const sessions = new Map<string, StreamableHTTPServerTransport>()
+  const tools = () => {
+    const mcp = new McpServer({ name: "waiting", version: "1.0.0" })
+    mcp.registerTool("wait", {}, async (extra) => {
+      await Effect.runPromise(Deferred.succeed(started, undefined))
+      const token = extra._meta?.progressToken
+      for (let step = 1; !extra.signal.aborted; step++) {
+        await new Promise<void>((resolve) => {
+          poked.push(resolve)
+          extra.signal.addEventListener("abort", () => resolve(), { once: true })
+        })
+        if (token !== undefined && !extra.signal.aborted) {
+          await extra.sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: step },
+          })
+        }
+      }
+      cancelled.push(String(extra.signal.reason))
+      return { content: [] }
+    })
+    return mcp
+  }
+  const server = yield* Effect.acquireRelease(
+    Effect.async<ReturnType<typeof createServer>>((resume) => {
+      const server = createServer((req, res) => {
+        const id = req.headers["mcp-session-id"]
+        const known = typeof id === "string" ? sessions.get(id) : undefined
+        if (known !== undefined) return void known.handleRequest(req, res)
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: randomUUID,
+          onsessioninitialized: (sid) => {
+            sessions.set(sid, transport)
+          },
+        })
+        void tools()
+          .connect(transport)
+          .then(() => transport.handleRequest(req, res))
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.sync(() => server.close()))),
+  )
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : 0
+  return {
+    backend: { url: `http://127.0.0.1:${port}`, port } satisfies Backends.Backend,
+    started: Deferred.await(started),
+    poke: Effect.sync(() => poked.splice(0).forEach((resolve) => resolve())),
+    cancelled: Effect.sync(() => [...cancelled]),
+  }
+})
 
 const DEFAULTS: PeerMcpLive.Limits = { maxSessions: PeerMcpLive.MAX_SESSIONS, idle: PeerMcpLive.IDLE }
 
@@ -307,6 +374,35 @@ describe("PeerMcp", () => {
       expect(yield* echo(peerMcp, "tools", "after")).toBe("after")
       expect(restarted.sessionsBy("peer-b")).toBe(1)
       expect(yield* peerMcp.sessions).toBe(1)
+    }),
+  )
+
+  it.scoped("a call is given up after a minute without news, progress counting as news, and the server is told", () =>
+    Effect.gen(function* () {
+      const server = yield* waiting
+      const { peerMcp, serve } = yield* setup()
+      yield* serve("slow", server.backend)
+      const progress: Array<number> = []
+      const call = yield* Effect.fork(peerMcp.callTool("peer-b", "slow", "wait", {}, (p) => progress.push(p.progress)))
+      yield* server.started
+      // News every 50 s: well past a minute in all, the call goes on.
+      for (const step of [1, 2]) {
+        yield* TestClock.adjust(Duration.seconds(50))
+        yield* server.poke
+        yield* until(
+          Effect.sync(() => progress.length),
+          (n) => n === step,
+        )
+      }
+      expect(call.unsafePoll()).toBeNull()
+      // Then a minute of silence.
+      yield* TestClock.adjust(Duration.seconds(61))
+      const error = yield* Effect.flip(call)
+      expect([error.reason, error.message]).toEqual(["failed", "the server did not answer in time"])
+      expect(yield* until(server.cancelled, (all) => all.length > 0)).toEqual([
+        expect.stringContaining("Request timed out"),
+      ])
+      expect(progress).toEqual([1, 2])
     }),
   )
 

@@ -1,0 +1,210 @@
+/**
+ * One `tools/call` in a session with a peer's MCP service, made here rather than by the SDK's client: the SDK checks
+ * every message against its whole message schema and reads an event stream through two web transform streams, which
+ * made the calling node's share of a remote tool call (docs/bench-notes.md). The session itself (its opening, its id
+ * and version, its end) stays with the SDK's transport; this sends one request in it and reads the answer, as JSON or
+ * as an event stream, handing progress on as it comes. The result is checked against the tool-result schema as the
+ * SDK's client checks it. Failures are the errors the SDK's client would raise for the same answer
+ * (StreamableHTTPError for an HTTP status, McpError for a JSON-RPC error), so they are classified alike.
+ *
+ * What the server asks of us while it works (a `ping`, or a request this client has no capability for) is answered
+ * as the SDK's client answers it: `ping` with an empty result, anything else with "method not found". A call given
+ * up (its signal aborted) tells the server with `notifications/cancelled`, as the SDK's client does.
+ */
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { type CallToolResult, CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import type { Duration } from "effect"
+import type * as Deadlines from "../../platform/Deadlines.js"
+import type { Progress } from "../../services/mcp/PeerMcp.js"
+import * as EventStream from "./EventStream.js"
+
+/** Sends a JSON-RPC message (its JSON text) in the session; the answer as it comes. */
+export type Post = (body: string, signal?: AbortSignal) => Promise<Response>
+
+export interface Call {
+  /** The request's id in the session: one the SDK's client, numbering its own from 0, never uses. */
+  readonly id: string
+  readonly tool: string
+  readonly args: Readonly<Record<string, unknown>>
+  /** With it, progress is asked for (the request id as the token) and handed on. */
+  readonly onProgress?: (progress: Progress) => void
+}
+
+/** The answer ended without the result: the call went out, and may have run. */
+export class NoResult extends Error {}
+
+interface Message {
+  readonly jsonrpc?: unknown
+  readonly id?: unknown
+  readonly method?: unknown
+  readonly params?: unknown
+  readonly result?: unknown
+  readonly error?: unknown
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const mediaType = (contentType: string | null) => (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
+
+const progressOf = (params: unknown, token: string): Progress | undefined => {
+  if (!isObject(params) || params.progressToken !== token || typeof params.progress !== "number") return undefined
+  return {
+    progress: params.progress,
+    ...(typeof params.total === "number" ? { total: params.total } : {}),
+    ...(typeof params.message === "string" ? { message: params.message } : {}),
+  }
+}
+
+/** The result of our request, once `message` is its answer; undefined for any other message. */
+const answerOf = (message: Message, id: string): { readonly done: CallToolResult } | undefined => {
+  if (message.id !== id || message.method !== undefined) return undefined
+  if (isObject(message.error)) {
+    const { code, message: text, data } = message.error
+    throw new McpError(
+      typeof code === "number" ? code : ErrorCode.InternalError,
+      typeof text === "string" ? text : "",
+      data,
+    )
+  }
+  const parsed = CallToolResultSchema.safeParse(message.result)
+  if (!parsed.success) throw new Error(`the answer is not a tool result: ${parsed.error.message}`)
+  return { done: parsed.data }
+}
+
+/** Sends `call` and waits for its result; `signal` gives it up. */
+export const call = async (post: Post, call: Call, signal: AbortSignal): Promise<CallToolResult> => {
+  const { id, tool, args, onProgress } = call
+  const params = {
+    name: tool,
+    arguments: { ...args },
+    ...(onProgress === undefined ? {} : { _meta: { progressToken: id } }),
+  }
+  const cancelled = () => {
+    const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason)
+    const notice = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } }
+    post(JSON.stringify(notice)).then(
+      (response) => response.body?.cancel().catch(() => undefined),
+      () => undefined,
+    )
+  }
+  signal.addEventListener("abort", cancelled, { once: true })
+  try {
+    const response = await post(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }), signal)
+    if (!response.ok) {
+      const text = await response.text().catch(() => null)
+      throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`)
+    }
+    const type = mediaType(response.headers.get("content-type"))
+    if (type === "application/json") {
+      const data: unknown = await response.json()
+      for (const message of Array.isArray(data) ? data : [data]) {
+        const answer = isObject(message) ? answerOf(message, id) : undefined
+        if (answer !== undefined) return answer.done
+      }
+      throw new NoResult("the server's answer held no result for the call")
+    }
+    if (type !== "text/event-stream" || response.body === null) {
+      await response.body?.cancel().catch(() => undefined)
+      throw new StreamableHTTPError(-1, `Unexpected content type: ${response.headers.get("content-type")}`)
+    }
+    return await fromEvents(post, response.body, call)
+  } finally {
+    signal.removeEventListener("abort", cancelled)
+  }
+}
+
+/** Reads the event stream until our answer; progress handed on, the server's requests answered. */
+const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Call): Promise<CallToolResult> => {
+  const reader = body.getReader()
+  const decoder = new TextDecoder()
+  const parser = new EventStream.Parser()
+  try {
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) throw new NoResult("the server's event stream ended before the result of the call")
+      for (const event of parser.push(decoder.decode(value, { stream: true }))) {
+        if (event.type !== "message" || event.data === "") continue
+        const message: unknown = JSON.parse(event.data)
+        if (!isObject(message)) continue
+        const answer = answerOf(message, call.id)
+        if (answer !== undefined) {
+          // The rest (the stream's end, as a rule) is read in the background: the exchange ends as the server ends
+          // it, not reset.
+          drain(reader)
+          return answer.done
+        }
+        if (message.method === "notifications/progress") {
+          const progress = progressOf(message.params, call.id)
+          if (progress !== undefined) call.onProgress?.(progress)
+        } else if (typeof message.method === "string" && message.id !== undefined) {
+          reply(post, message.method, message.id)
+        }
+      }
+    }
+  } catch (error) {
+    reader.cancel().catch(() => undefined)
+    throw error
+  }
+}
+
+const drain = (reader: ReadableStreamDefaultReader<Uint8Array>) => {
+  const next = (): Promise<void> => reader.read().then((r) => (r.done ? undefined : next()))
+  next().catch(() => undefined)
+}
+
+/** Answers a request of the server's as the SDK's client, with no capabilities, does. */
+const reply = (post: Post, method: string, id: unknown) => {
+  const answer =
+    method === "ping"
+      ? { jsonrpc: "2.0", id, result: {} }
+      : { jsonrpc: "2.0", id, error: { code: ErrorCode.MethodNotFound, message: "Method not found" } }
+  post(JSON.stringify(answer)).then(
+    (response) => response.body?.cancel().catch(() => undefined),
+    () => undefined,
+  )
+}
+
+export interface Limits {
+  readonly deadlines: Deadlines.Deadlines
+  /** Given up after this long without news; progress is news. */
+  readonly quiet: Duration.Duration
+  /** Given up after this long in all. */
+  readonly total: Duration.Duration
+}
+
+/**
+ * `call` within its limits, as the SDK's client limits a request (`resetTimeoutOnProgress`, `maxTotalTimeout`): past
+ * one, the server is told and the call fails with the SDK's timeout error. The limits are deadlines on the caller's
+ * sweeper, not a timer per call.
+ */
+export const limited = (limits: Limits, post: Post, given: Call, signal: AbortSignal): Promise<CallToolResult> => {
+  const controller = new AbortController()
+  const giveUp = () => controller.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out"))
+  const abort = () => controller.abort(signal.reason)
+  signal.addEventListener("abort", abort, { once: true })
+  const cancelTotal = limits.deadlines.after(limits.total, giveUp)
+  let cancelQuiet = limits.deadlines.after(limits.quiet, giveUp)
+  const onProgress = given.onProgress
+  const news =
+    onProgress === undefined
+      ? given
+      : {
+          ...given,
+          onProgress: (progress: Progress) => {
+            cancelQuiet()
+            cancelQuiet = limits.deadlines.after(limits.quiet, giveUp)
+            onProgress(progress)
+          },
+        }
+  // Fails as soon as the call is given up, whatever its exchange is waiting for.
+  const givenUp = new Promise<never>((_, reject) => {
+    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true })
+  })
+  if (signal.aborted) abort()
+  return Promise.race([call(post, news, controller.signal), givenUp]).finally(() => {
+    signal.removeEventListener("abort", abort)
+    cancelTotal()
+    cancelQuiet()
+  })
+}
