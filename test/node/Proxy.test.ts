@@ -535,6 +535,15 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
         Effect.sync(() => getEventListeners(session.signal, "abort").length),
         (n) => n === 0,
       )
+      // A caller that stops waiting for the head (its signal aborted): the request fails then, and leaves nothing on
+      // the signal.
+      const giveUp = new AbortController()
+      setTimeout(() => giveUp.abort(), 200)
+      const abandoned = yield* proxy
+        .fetch(bId, "inference", "stream", "/silent", { signal: giveUp.signal })
+        .pipe(Effect.flip)
+      expect(abandoned._tag).toBe("BadGateway")
+      expect(getEventListeners(giveUp.signal, "abort")).toHaveLength(0)
       const refused = yield* proxy
         .fetch(bId, "inference", "stream", "/echo", { requiredLabels: { zone: "mars" } })
         .pipe(Effect.flip)

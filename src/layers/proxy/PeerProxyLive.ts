@@ -20,6 +20,7 @@ import * as TraceContext from "../../http/TraceContext.js"
 import { ProtocolRefused } from "../../p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
 import type { AuthenticatedPeer } from "../../p2p/Trust.js"
+import type * as Deadlines from "../../platform/Deadlines.js"
 import * as Finalizer from "../../platform/Finalizer.js"
 import * as Spans from "../../platform/Spans.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../services/agents/CurrentAgent.js"
@@ -70,14 +71,23 @@ const normalize = (
 }
 
 /** Fails when the caller's signal aborts; never completes without one. */
-const aborted = (signal: AbortSignal | null | undefined): Effect.Effect<never, BadGateway> =>
-  Effect.async<never, BadGateway>((resume) => {
-    if (signal === null || signal === undefined) return
-    const fail = () => resume(new BadGateway({ message: "the request was aborted by its caller" }))
-    if (signal.aborted) return fail()
-    signal.addEventListener("abort", fail, { once: true })
-    return Effect.sync(() => signal.removeEventListener("abort", fail))
-  })
+/**
+ * A caller's abort signal as the deadline for the response head: the exchange's waits watch it, where racing the
+ * exchange against the signal would cost two fibers a request.
+ */
+const untilAborted = (signal: AbortSignal): Deadlines.Expiry => ({
+  expired: () => signal.aborted,
+  watch: (late) => {
+    if (signal.aborted) {
+      late()
+      return () => undefined
+    }
+    const entry = () => late()
+    signal.addEventListener("abort", entry, { once: true })
+    return () => signal.removeEventListener("abort", entry)
+  },
+  cancel: () => undefined,
+})
 
 /** The peer continues our trace from the proxy span, whatever `traceparent` the local client sent. */
 const withTraceparent = (headers: Forwarding.OutgoingHeaders, traceparent: Option.Option<string>) => {
@@ -316,11 +326,11 @@ export const layer = Layer.effect(
             ...(requiredLabels === undefined ? {} : { requiredLabels }),
             ...(agent === undefined ? {} : { agent }),
             ...(openMcpSession === undefined ? {} : { openMcpSession }),
+            ...(init.signal === undefined || init.signal === null ? {} : { headDeadline: untilAborted(init.signal) }),
           },
           onTooLarge,
         ).pipe(
           Scope.extend(scope),
-          Effect.raceFirst(aborted(init.signal)),
           Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))),
         )
         // The exchange ends with the body: read to its end, cancelled, or aborted through the signal. A caller may
