@@ -10,10 +10,13 @@ import { McpGateway } from "../../services/mcp/McpGateway.js"
 import { PeerMcp } from "../../services/mcp/PeerMcp.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 
-/** The MCP server for local agents (McpGatewayLive). */
+/**
+ * The MCP server for local agents (McpGatewayLive). PeerMcpLive's modules are loaded beside it: most of the gateway's
+ * tools reach peers, and loading them is most of what an agent's first `call_remote_tool` would otherwise wait for.
+ */
 export const gateway = Lazy.service(
   McpGateway,
-  () => import("./McpGatewayLive.js").then((module) => module.layer),
+  () => Promise.all([import("./McpGatewayLive.js"), import("./PeerMcpLive.js")]).then(([module]) => module.layer),
   (use, peek) => ({
     handle: (req, res, agent) => Effect.flatMap(use, (real) => real.handle(req, res, agent)),
     sessions: Effect.flatMap(peek, Option.match({ onNone: () => Effect.succeed(0), onSome: (real) => real.sessions })),
