@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Effect } from "effect"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Inference from "../../domain/Inference.js"
-import { relayBody } from "../proxy/Relay.js"
+import { headersUnlessBodyFollows, relayBody } from "../proxy/Relay.js"
 
 const MAX_JSON_BYTES = 1024 * 1024
 const EVENTS_TAIL_BYTES = 16 * 1024
@@ -70,8 +70,7 @@ export const deliver = (
     const headers = Forwarding.response(upstream.headers)
     for (const [name, value] of Object.entries(extra)) headers[name] = value
     res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, headers)
-    // Headers leave with the first bytes when the length is known (one write), at once otherwise.
-    if (upstream.headers["content-length"] === undefined) res.flushHeaders()
+    headersUnlessBodyFollows(upstream, res)
     upstream.on("data", tap.push)
     relayBody(upstream, res)
     const closed = () => {

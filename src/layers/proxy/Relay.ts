@@ -21,13 +21,27 @@ export const hasBody = (request: IncomingMessage): boolean =>
   (request.headers["content-length"] !== undefined && request.headers["content-length"] !== "0")
 
 /**
- * Streams `upstream` to `res` (after `head`, bytes already read from it). When the body's length is unknown (an
- * event stream, a chunked answer) the headers go out at once, since the first event may be long in coming; with a
- * known length they leave with the first bytes of the body, one write instead of two.
+ * For a body of unknown length (an event stream, a chunked answer): `res`'s headers, written but not sent, go out by
+ * themselves once this turn of the event loop is over, unless `upstream`'s body began in it. Its first event may be
+ * long in coming, and the caller is owed the head meanwhile; but one that came in the same read as the head (an MCP
+ * server's answer, as a rule) leaves with it, one write instead of two. A body of known length needs nothing: its
+ * headers leave with its first bytes.
  */
+export const headersUnlessBodyFollows = (upstream: IncomingMessage, res: ServerResponse): void => {
+  if (upstream.headers["content-length"] !== undefined) return
+  let begun = false
+  upstream.once("data", () => {
+    begun = true
+  })
+  setImmediate(() => {
+    if (!begun && !res.writableEnded && !res.destroyed) res.flushHeaders()
+  })
+}
+
+/** Streams `upstream` to `res` (after `head`, bytes already read from it, which take the headers with them). */
 export const relayResponse = (upstream: IncomingMessage, res: ServerResponse, head: ReadonlyArray<Buffer> = []) => {
   res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, Forwarding.response(upstream.headers))
-  if (upstream.headers["content-length"] === undefined) res.flushHeaders()
+  if (head.length === 0) headersUnlessBodyFollows(upstream, res)
   for (const chunk of head) res.write(chunk)
   relayBody(upstream, res)
   // The client went away: stop reading the answer (its stream or connection is closed by whoever owns it).
