@@ -8,25 +8,17 @@
  * name holds `phase` (`up`, `small`, `local`): a profile of one kind of request (`MESH_CPU_PROF_DIR`,
  * bench-notes.md).
  */
-import { readFileSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { performance } from "node:perf_hooks"
 import { Effect, Logger, LogLevel } from "effect"
 import * as Local from "../test/scale/LocalApi.js"
+import { cpuMs } from "./lib/cpu.js"
 import * as MeshNodes from "./lib/meshNodes.js"
 import { freePort, start } from "./lib/processes.js"
 
 const ROUNDS = Number(process.argv[2] ?? 1000)
 const LARGE_ROUNDS = Math.max(5, Math.round(ROUNDS / 25))
 const ONLY = process.argv[3]
-const TICK_MS = 10
-
-/** A process's user + system CPU time so far, in ms (fields 14 and 15 of /proc/<pid>/stat, in clock ticks). */
-const cpuMs = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS
-}
 
 const exchange = (agent: Agent, path: string, socketPath: string, body?: Uint8Array): Promise<number> =>
   new Promise((resolve, reject) => {
