@@ -8,7 +8,8 @@
  * (StreamableHTTPError for an HTTP status, McpError for a JSON-RPC error), so they are classified alike.
  *
  * What the server asks of us while it works (a `ping`, or a request this client has no capability for) is answered
- * as the SDK's client answers it: `ping` with an empty result, anything else with "method not found". A call given
+ * as the SDK's client answers it: `ping` with an empty result, anything else with "method not found", up to
+ * MAX_REPLIES a call. A call given
  * up (its signal aborted) tells the server with `notifications/cancelled`, as the SDK's client does.
  */
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -29,6 +30,12 @@ export interface Call {
   /** With it, progress is asked for (the request id as the token) and handed on. */
   readonly onProgress?: (progress: Progress) => void
 }
+
+/**
+ * Requests of the server's answered during one call, at most: each answer is a request of its own to the peer, and a
+ * hostile server could otherwise have a whole answer of pings make this node send as many.
+ */
+export const MAX_REPLIES = 32
 
 /** The answer ended without the result: the call went out, and may have run. */
 export class NoResult extends Error {}
@@ -119,6 +126,7 @@ const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Ca
   const reader = body.getReader()
   const decoder = new TextDecoder()
   const parser = new EventStream.Parser()
+  let replies = 0
   try {
     for (;;) {
       const { value, done } = await reader.read()
@@ -137,7 +145,8 @@ const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Ca
         if (message.method === "notifications/progress") {
           const progress = progressOf(message.params, call.id)
           if (progress !== undefined) call.onProgress?.(progress)
-        } else if (typeof message.method === "string" && message.id !== undefined) {
+        } else if (typeof message.method === "string" && message.id !== undefined && replies < MAX_REPLIES) {
+          replies += 1
           reply(post, message.method, message.id)
         }
       }

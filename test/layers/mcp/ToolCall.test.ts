@@ -75,6 +75,17 @@ const sdkServer = (json: boolean, started: Deferred.Deferred<void>) =>
         )
         return { content: [{ type: "text", text: `ping ${pong}; roots: ${roots}` }] }
       })
+      // Pings the client many times at once: how many were answered.
+      mcp.registerTool("flood", {}, async (extra) => {
+        const pings = Array.from({ length: ToolCall.MAX_REPLIES + 8 }, () =>
+          extra.sendRequest({ method: "ping" }, EmptyResultSchema, { timeout: 3000 }).then(
+            () => 1,
+            () => 0,
+          ),
+        )
+        const answered = (await Promise.all(pings)).reduce((a: number, b: number) => a + b, 0)
+        return { content: [{ type: "text", text: `${answered} answered` }] }
+      })
       mcp.registerTool("hang", {}, (extra) =>
         Effect.runPromise(Deferred.succeed(started, undefined)).then(
           () =>
@@ -205,6 +216,15 @@ describe("ToolCall", () => {
         Exit.succeed({ content: [{ type: "text", text: "ping answered; roots: MCP error -32601: Method not found" }] }),
       )
     }),
+  )
+
+  it.live("a server asking many things during one call is answered a bounded number of times", () =>
+    Effect.gen(function* () {
+      const server = yield* sdkServer(false, yield* Deferred.make<void>())
+      const post = yield* session(server.url)
+      const result = yield* call(post, "flood")
+      expect(result).toEqual(Exit.succeed({ content: [{ type: "text", text: `${ToolCall.MAX_REPLIES} answered` }] }))
+    }).pipe(Effect.scoped),
   )
 
   it.live("a call given up tells the server, which stops the tool", () =>
