@@ -20,7 +20,8 @@ export interface Backend {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
-const listen = (handler: Handler, port = 0) =>
+/** A node:http server on loopback for the scope's life, on `port` or one of its own. */
+export const listen = (handler: Handler, port = 0) =>
   Effect.acquireRelease(
     Effect.async<ReturnType<typeof createServer>>((resume) => {
       const server = createServer(handler)
@@ -234,6 +235,30 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
       },
     }
   })
+
+/**
+ * A stateful Streamable HTTP server at `/mcp` for MCP servers a test builds itself (`make`, one per session): an
+ * initialize opens a session, later requests find it by `Mcp-Session-Id`. With `json`, answers are JSON rather than
+ * event streams. Other paths answer too: the test's tools are what it is about.
+ */
+export const sessions = (make: () => McpServer, options: { readonly json?: boolean } = {}) => {
+  const open = new Map<string, StreamableHTTPServerTransport>()
+  return listen((req, res) => {
+    const id = req.headers["mcp-session-id"]
+    const known = typeof id === "string" ? open.get(id) : undefined
+    if (known !== undefined) return void known.handleRequest(req, res)
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      enableJsonResponse: options.json === true,
+      onsessioninitialized: (sid) => {
+        open.set(sid, transport)
+      },
+    })
+    void make()
+      .connect(transport)
+      .then(() => transport.handleRequest(req, res))
+  })
+}
 
 export interface Down {
   readonly port: number

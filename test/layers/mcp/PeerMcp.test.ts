@@ -4,11 +4,8 @@
  * along. Every request that crosses it is recorded, as the serving peer would see it.
  */
 
-import { randomUUID } from "node:crypto"
-import { createServer } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
@@ -138,7 +135,6 @@ const waiting = Effect.gen(function* () {
   const started = yield* Deferred.make<void>()
   const poked: Array<() => void> = []
   const cancelled: Array<string> = []
-  const sessions = new Map<string, StreamableHTTPServerTransport>()
   const tools = () => {
     const mcp = new McpServer({ name: "waiting", version: "1.0.0" })
     mcp.registerTool("wait", {}, async (extra) => {
@@ -161,31 +157,9 @@ const waiting = Effect.gen(function* () {
     })
     return mcp
   }
-  const server = yield* Effect.acquireRelease(
-    Effect.async<ReturnType<typeof createServer>>((resume) => {
-      const server = createServer((req, res) => {
-        const id = req.headers["mcp-session-id"]
-        const known = typeof id === "string" ? sessions.get(id) : undefined
-        if (known !== undefined) return void known.handleRequest(req, res)
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: randomUUID,
-          onsessioninitialized: (sid) => {
-            sessions.set(sid, transport)
-          },
-        })
-        void tools()
-          .connect(transport)
-          .then(() => transport.handleRequest(req, res))
-      })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.sync(() => server.closeAllConnections()).pipe(Effect.zipRight(Effect.sync(() => server.close()))),
-  )
-  const address = server.address()
-  const port = typeof address === "object" && address !== null ? address.port : 0
+  const backend = yield* Backends.sessions(tools)
   return {
-    backend: { url: `http://127.0.0.1:${port}`, port } satisfies Backends.Backend,
+    backend,
     started: Deferred.await(started),
     poke: Effect.sync(() => poked.splice(0).forEach((resolve) => resolve())),
     cancelled: Effect.sync(() => [...cancelled]),

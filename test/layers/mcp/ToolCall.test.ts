@@ -3,37 +3,17 @@
  * opened, as PeerMcp has one), and against a raw server for the answers no SDK server gives.
  */
 import { randomUUID } from "node:crypto"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { ServerResponse } from "node:http"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import { EmptyResultSchema, ListRootsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Deferred, Effect, Exit } from "effect"
 import { z } from "zod"
 import * as ToolCall from "../../../src/layers/mcp/ToolCall.js"
 import type { Progress } from "../../../src/services/mcp/PeerMcp.js"
-
-type Handler = (req: IncomingMessage, res: ServerResponse) => void
-
-const listen = (handler: Handler) =>
-  Effect.acquireRelease(
-    Effect.async<ReturnType<typeof createServer>>((resume) => {
-      const server = createServer(handler)
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.async<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      }),
-  ).pipe(
-    Effect.map((server) => {
-      const address = server.address()
-      return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/mcp`
-    }),
-  )
+import * as Backends from "../../support/backends.js"
 
 /** What the SDK server's tools saw: whether a progress token came, and calls cancelled by the client. */
 interface Seen {
@@ -45,7 +25,6 @@ interface Seen {
 const sdkServer = (json: boolean, started: Deferred.Deferred<void>) =>
   Effect.gen(function* () {
     const seen: Seen = { tokens: [], cancelled: [] }
-    const sessions = new Map<string, StreamableHTTPServerTransport>()
     const tools = () => {
       const mcp = new McpServer({ name: "tool-call-test", version: "1.0.0" })
       mcp.registerTool("echo", { inputSchema: { text: z.string() } }, (args) => ({
@@ -99,21 +78,8 @@ const sdkServer = (json: boolean, started: Deferred.Deferred<void>) =>
       )
       return mcp
     }
-    const url = yield* listen((req, res) => {
-      const id = req.headers["mcp-session-id"]
-      const known = typeof id === "string" ? sessions.get(id) : undefined
-      if (known !== undefined) return void known.handleRequest(req, res)
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        enableJsonResponse: json,
-        onsessioninitialized: (sid) => {
-          sessions.set(sid, transport)
-        },
-      })
-      void tools()
-        .connect(transport)
-        .then(() => transport.handleRequest(req, res))
-    })
+    const backend = yield* Backends.sessions(tools, { json })
+    const url = `${backend.url}/mcp`
     return { url, seen }
   })
 
@@ -161,14 +127,14 @@ const call = (
 
 /** A raw server answering every POST with `answer(id)`: what no SDK server sends. */
 const raw = (answer: (id: unknown, res: ServerResponse) => void) =>
-  listen((req, res) => {
+  Backends.listen((req, res) => {
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
       const message = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as { id?: unknown }
       answer(message.id, res)
     })
-  })
+  }).pipe(Effect.map((backend) => `${backend.url}/mcp`))
 
 const rawPost =
   (url: string): ToolCall.Post =>
