@@ -70,7 +70,6 @@ const normalize = (
   return { method: web.method, headers, body: web.body === null ? null : Readable.fromWeb(web.body) }
 }
 
-/** Fails when the caller's signal aborts; never completes without one. */
 /**
  * A caller's abort signal as the deadline for the response head: the exchange's waits watch it, where racing the
  * exchange against the signal would cost two fibers a request.
