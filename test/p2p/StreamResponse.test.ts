@@ -4,21 +4,16 @@
  * still reads the whole answer, large ones included, after which the stream closes; and a response the server keeps
  * alive leaves the stream open.
  */
-import { createServer, request, type Server, type ServerResponse } from "node:http"
-import type { Connection, Libp2p } from "@libp2p/interface"
+import { createServer, type ServerResponse } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
 import { StreamResponse } from "../../src/p2p/StreamResponse.js"
 import { StreamSocket } from "../../src/p2p/StreamSocket.js"
-import { bareHost } from "./bareHost.js"
+import { getOnStream, type HostPair, serveOnStreams } from "./httpOnStreams.js"
 
 const PROTOCOL = "/mesh/test/response/1.0.0"
 const LARGE = 1024 * 1024
 
-let dialer: Libp2p
-let listener: Libp2p
-let connection: Connection
-let server: Server
+let hosts: HostPair | undefined
 /** Whether the stream's writing had ended when `res.end()` returned, per request path. */
 const endedAtEnd = new Map<string, boolean>()
 /** The serving side's socket, per request path: whether its writing closes (the stream's close sent). */
@@ -34,37 +29,20 @@ const answer = (path: string, res: ServerResponse) => {
 }
 
 beforeAll(async () => {
-  dialer = await bareHost(21)
-  listener = await bareHost(22)
-  server = createServer({ ServerResponse: StreamResponse }, (req, res) => answer(req.url ?? "/", res))
-  await listener.handle(PROTOCOL, (stream, from) => {
-    server.emit("connection", new StreamSocket(stream, from))
-  })
-  connection = await dialer.dial(listener.getMultiaddrs()[0] as never)
+  const server = createServer({ ServerResponse: StreamResponse }, (req, res) => answer(req.url ?? "/", res))
+  hosts = await serveOnStreams(server, PROTOCOL, [21, 22])
 })
 
 afterAll(async () => {
-  await dialer?.stop()
-  await listener?.stop()
+  await hosts?.stop()
 })
 
 /** One GET on a stream of its own: the body read, and whether the serving side closed its writing. */
 const get = async (path: string) => {
-  const stream = await OptimisticSelect.open(connection, PROTOCOL)
-  if (stream === undefined) throw new Error("the muxer was out of reach")
-  const socket = new StreamSocket(stream, connection, PROTOCOL)
-  const body = await new Promise<Buffer>((resolve, reject) => {
-    // Without an agent node:http asks for the connection to close; `/keep` asks for it to stay.
-    const headers = path === "/keep" ? { connection: "keep-alive" } : {}
-    const req = request({ createConnection: () => socket, path, headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => resolve(Buffer.concat(chunks)))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
+  if (hosts === undefined) throw new Error("the hosts did not start")
+  // `/keep` asks for the stream to stay open after the answer; the others ask for it to close.
+  const headers = path === "/keep" ? { connection: "keep-alive" } : {}
+  const { socket, body } = await getOnStream(hosts.connection, PROTOCOL, path, { headers })
   // The serving side's close, if it comes, is sent with the answer's last bytes or right behind them.
   const closing = served.get(path)
   for (let i = 0; i < 50 && closing?.writableFinished !== true; i++) await new Promise((r) => setTimeout(r, 10))

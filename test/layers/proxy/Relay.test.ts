@@ -5,22 +5,17 @@
  */
 import { createServer, request, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { Connection, Libp2p, Stream } from "@libp2p/interface"
+import type { Stream } from "@libp2p/interface"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { relayResponse } from "../../../src/layers/proxy/Relay.js"
-import * as OptimisticSelect from "../../../src/p2p/OptimisticSelect.js"
 import { StreamResponse } from "../../../src/p2p/StreamResponse.js"
-import { StreamSocket } from "../../../src/p2p/StreamSocket.js"
 import { muxer } from "../../../src/p2p/Yamux.js"
-import { bareHost } from "../../p2p/bareHost.js"
+import { getOnStream, type HostPair, serveOnStreams } from "../../p2p/httpOnStreams.js"
 import { DATA, type Frame, recording } from "../../p2p/recordingMuxer.js"
 
 const PROTOCOL = "/mesh/test/relay/1.0.0"
 
-let dialer: Libp2p
-let listener: Libp2p
-let connection: Connection
-let relay: Server
+let hosts: HostPair | undefined
 let upstream: Server
 const sent: Array<Frame> = []
 /** Lets `/apart` send its event. */
@@ -38,43 +33,23 @@ beforeAll(async () => {
   upstream = createServer((req, res) => answer(req.url ?? "/", res))
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve))
   const port = (upstream.address() as AddressInfo).port
-  dialer = await bareHost(31)
-  listener = await bareHost(32, recording(muxer(), sent))
-  relay = createServer({ ServerResponse: StreamResponse }, (req, res) => {
+  const relay = createServer({ ServerResponse: StreamResponse }, (req, res) => {
     request({ port, host: "127.0.0.1", path: req.url ?? "/" }, (from) => relayResponse(from, res)).end()
   })
-  await listener.handle(PROTOCOL, (stream, from) => {
-    relay.emit("connection", new StreamSocket(stream, from))
-  })
-  connection = await dialer.dial(listener.getMultiaddrs()[0] as never)
+  hosts = await serveOnStreams(relay, PROTOCOL, [31, 32], recording(muxer(), sent))
 })
 
 afterAll(async () => {
-  await dialer?.stop()
-  await listener?.stop()
+  await hosts?.stop()
   upstream?.closeAllConnections()
   upstream?.close()
 })
 
-/** A GET on a stream of its own; `onHead` runs when the response head has come, before its body is read. */
+/** A GET on a stream of its own, its body as text; `onHead` runs when the response head has come. */
 const get = async (path: string, onHead: () => void = () => {}) => {
-  const stream = await OptimisticSelect.open(connection, PROTOCOL)
-  if (stream === undefined) throw new Error("the muxer was out of reach")
-  const socket = new StreamSocket(stream, connection, PROTOCOL)
-  const body = await new Promise<string>((resolve, reject) => {
-    const req = request({ createConnection: () => socket, path }, (res) => {
-      onHead()
-      let text = ""
-      res.on("data", (chunk: Buffer) => {
-        text += chunk.toString()
-      })
-      res.on("end", () => resolve(text))
-      res.on("error", reject)
-    })
-    req.on("error", reject)
-    req.end()
-  })
-  return { stream, body }
+  if (hosts === undefined) throw new Error("the hosts did not start")
+  const { stream, body } = await getOnStream(hosts.connection, PROTOCOL, path, { onHead })
+  return { stream, body: body.toString() }
 }
 
 /** The listener's frames on `stream` that carry the response: bytes, after multistream-select's two echoes. */
