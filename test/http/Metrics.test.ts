@@ -8,6 +8,7 @@ import * as MeshClient from "../../src/testing/MeshClient.js"
 import { admin, mintToken } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
 import { eventually } from "../support/eventually.js"
+import { seriesValue } from "../support/metrics.js"
 import { addressOf, enrollRouter } from "../support/routers.js"
 
 const T0 = Date.parse("2026-06-01T00:00:00Z")
@@ -17,13 +18,7 @@ const scrape = (url: string) =>
 
 /** A snapshot of the mesh state taken at least `seconds` after T0, not one begun while the test was setting up. */
 const takenAfter = (seconds: number) => (text: string) =>
-  (value(text, "mesh_control_plane_mesh_state_timestamp_seconds") ?? 0) >= T0 / 1000 + seconds
-
-/** The value of one series, e.g. `mesh_control_plane_routers_active` or `name{label="x"}`. */
-const value = (text: string, series: string): number | undefined => {
-  const line = text.split("\n").find((l) => l.startsWith(`${series} `))
-  return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
+  (seriesValue(text, "mesh_control_plane_mesh_state_timestamp_seconds") ?? 0) >= T0 / 1000 + seconds
 
 describeDatabases("control plane metrics", (db) => {
   it.scoped("the token-state gauge counts tokens whose owner is banned as disabled", () =>
@@ -51,9 +46,9 @@ describeDatabases("control plane metrics", (db) => {
       yield* TestClock.adjust(Duration.seconds(16))
       yield* scrape(cp.url)
       const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
-      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="active"}')).toBe(1)
-      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="disabled"}')).toBe(1)
-      expect(value(text, 'mesh_control_plane_bootstrap_tokens{state="exhausted"}')).toBe(0)
+      expect(seriesValue(text, 'mesh_control_plane_bootstrap_tokens{state="active"}')).toBe(1)
+      expect(seriesValue(text, 'mesh_control_plane_bootstrap_tokens{state="disabled"}')).toBe(1)
+      expect(seriesValue(text, 'mesh_control_plane_bootstrap_tokens{state="exhausted"}')).toBe(0)
     }),
   )
 
@@ -77,23 +72,23 @@ describeDatabases("control plane metrics", (db) => {
       yield* TestClock.adjust(Duration.seconds(16))
       yield* scrape(cp.url)
       const text = yield* eventually(scrape(cp.url), takenAfter(16), { what: "fresh mesh state" })
-      expect(value(text, "mesh_control_plane_routers_active")).toBe(1)
+      expect(seriesValue(text, "mesh_control_plane_routers_active")).toBe(1)
       const p = "mesh_control_plane_"
-      expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="admitted"}`)).toBe(1)
-      expect(value(text, `${p}enrolled_nodes{role="mesh:role:node",state="banned"}`)).toBe(1)
-      expect(value(text, `${p}enrolled_nodes{role="mesh:role:router",state="admitted"}`)).toBe(1)
-      expect(value(text, `${p}mesh_connected_peers`)).toBe(2)
-      expect(value(text, `${p}router_connected_peers{router="${router.peer.peerId}"}`)).toBe(3)
-      expect(value(text, `${p}bootstrap_tokens{state="exhausted"}`)).toBe(2)
-      expect(value(text, `${p}enrollment_requests{status="approved"}`)).toBe(3)
-      expect(value(text, `${p}signing_keys`)).toBe(1)
-      expect(value(text, `${p}mesh_state_scrape_success`)).toBe(1)
-      expect(value(text, `${p}http_requests_total{code="200",route="/enroll"}`)).toBe(3)
-      expect(value(text, `${p}http_requests_total{code="410",route="/enroll"}`)).toBe(1)
-      expect(value(text, `${p}http_requests_total{code="200",route="/routers/lease"}`)).toBe(1)
-      expect(value(text, `${p}http_request_duration_seconds_count{route="/enroll"}`)).toBe(4)
+      expect(seriesValue(text, `${p}enrolled_nodes{role="mesh:role:node",state="admitted"}`)).toBe(1)
+      expect(seriesValue(text, `${p}enrolled_nodes{role="mesh:role:node",state="banned"}`)).toBe(1)
+      expect(seriesValue(text, `${p}enrolled_nodes{role="mesh:role:router",state="admitted"}`)).toBe(1)
+      expect(seriesValue(text, `${p}mesh_connected_peers`)).toBe(2)
+      expect(seriesValue(text, `${p}router_connected_peers{router="${router.peer.peerId}"}`)).toBe(3)
+      expect(seriesValue(text, `${p}bootstrap_tokens{state="exhausted"}`)).toBe(2)
+      expect(seriesValue(text, `${p}enrollment_requests{status="approved"}`)).toBe(3)
+      expect(seriesValue(text, `${p}signing_keys`)).toBe(1)
+      expect(seriesValue(text, `${p}mesh_state_scrape_success`)).toBe(1)
+      expect(seriesValue(text, `${p}http_requests_total{code="200",route="/enroll"}`)).toBe(3)
+      expect(seriesValue(text, `${p}http_requests_total{code="410",route="/enroll"}`)).toBe(1)
+      expect(seriesValue(text, `${p}http_requests_total{code="200",route="/routers/lease"}`)).toBe(1)
+      expect(seriesValue(text, `${p}http_request_duration_seconds_count{route="/enroll"}`)).toBe(4)
       expect(text).toContain(`${p}http_request_duration_seconds_bucket{route="/enroll",le="0.005"}`)
-      expect(value(text, "process_resident_memory_bytes")).toBeGreaterThan(0)
+      expect(seriesValue(text, "process_resident_memory_bytes")).toBeGreaterThan(0)
       // Probes are not counted as traffic.
       expect(text).not.toContain('route="/metrics"')
     }),

@@ -3,12 +3,8 @@ import { Effect, LogLevel } from "effect"
 import * as Harness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import { seriesValue } from "../support/metrics.js"
 import { eventually, tcp } from "./support.js"
-
-const metric = (text: string, name: string): number | undefined => {
-  const line = text.split("\n").find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1))
-}
 
 describe("node diagnostics", () => {
   it.live("debug routes report routers, addresses, the credential's facts and recent logs, never a secret", () =>
@@ -71,9 +67,9 @@ describe("node diagnostics", () => {
         yield* tcp(node, "/debug/mesh-info")
         yield* tcp(node, "/debug/mesh-info", { headers: {} })
         const text = (yield* tcp(node, "/metrics")).text
-        expect(metric(text, "mesh_node_routers_connected")).toBe(1)
-        expect(metric(text, "mesh_node_authenticated_peers")).toBeGreaterThanOrEqual(1)
-        expect(metric(text, "mesh_node_credential_expiry_timestamp_seconds")).toBeGreaterThan(Date.now() / 1000)
+        expect(seriesValue(text, "mesh_node_routers_connected")).toBe(1)
+        expect(seriesValue(text, "mesh_node_authenticated_peers")).toBeGreaterThanOrEqual(1)
+        expect(seriesValue(text, "mesh_node_credential_expiry_timestamp_seconds")).toBeGreaterThan(Date.now() / 1000)
         expect(text).toContain('mesh_node_http_requests_total{code="200",route="debug"} 1')
         expect(text).toContain('mesh_node_http_requests_total{code="401",route="debug"} 1')
         expect(text).toContain("mesh_node_http_requests_in_flight")

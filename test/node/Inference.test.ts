@@ -12,6 +12,7 @@ import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { admin, setPolicy } from "../support/admin.js"
+import { seriesValue } from "../support/metrics.js"
 import { type OpenAiBackend, openAi, USAGE } from "../support/openai.js"
 import { eventually, tcp } from "./support.js"
 
@@ -146,10 +147,8 @@ const bearer = (node: NodeHarness.NodeHarness) => ({ authorization: `Bearer ${no
 const metricsOf = (node: NodeHarness.NodeHarness) =>
   Effect.promise(() => fetch(`${node.url}/metrics`, { headers: bearer(node) }).then((r) => r.text()))
 
-const value = (metrics: string, series: string): number => {
-  const line = metrics.split("\n").find((l) => l.startsWith(`${series} `))
-  return line === undefined ? 0 : Number(line.slice(series.length + 1))
-}
+/** A counter not yet incremented is absent from the scrape: 0. */
+const value = (metrics: string, series: string): number => seriesValue(metrics, series) ?? 0
 
 layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("inference through /v1", (it) => {
   it.effect("models.list() on either node shows both providers' models, each owned by its serving peer", () =>

@@ -6,13 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as MetricsLive from "../../../src/layers/operations/MetricsLive.js"
 import { Metrics } from "../../../src/services/operations/Metrics.js"
-
-/** The value of an unlabelled series in a rendered scrape. */
-const seriesValue = (scrape: string, name: string): number => {
-  const line = scrape.split("\n").find((l) => l.startsWith(`${name} `))
-  if (line === undefined) throw new Error(`no ${name} in the scrape`)
-  return Number(line.slice(name.length + 1))
-}
+import { seriesValue } from "../../support/metrics.js"
 
 /** Keeps the thread busy: nothing else on the loop runs meanwhile. */
 const block = (ms: number) => {
