@@ -3,15 +3,13 @@
  * protocol (each stream a connection, `StreamSocket`), and a request written on a stream of its own from the dialer.
  */
 import { request, type Server } from "node:http"
-import type { Connection, Libp2p, Stream, StreamMuxerFactory } from "@libp2p/interface"
+import type { Connection, Stream, StreamMuxerFactory } from "@libp2p/interface"
 import * as OptimisticSelect from "../../src/p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../src/p2p/StreamSocket.js"
 import { muxer } from "../../src/p2p/Yamux.js"
 import { bareHost } from "./bareHost.js"
 
 export interface HostPair {
-  readonly dialer: Libp2p
-  readonly listener: Libp2p
   /** The dialer's connection to the listener. */
   readonly connection: Connection
   readonly stop: () => Promise<void>
@@ -31,8 +29,6 @@ export const serveOnStreams = async (
   })
   const connection = await dialer.dial(listener.getMultiaddrs()[0] as never)
   return {
-    dialer,
-    listener,
     connection,
     stop: async () => {
       await dialer.stop()
