@@ -125,7 +125,7 @@ export const make = (): MetricsRegistry => {
 
 /**
  * How often the event loop's delay is sampled. Each sample wakes the process (a libuv timer of its own): at 20 ms
- * that was 50 wake-ups a second in every idle node, router and control plane, about a third of an idle node's CPU.
+ * that was 50 wake-ups a second in every idle node, router and control plane, a tenth of an idle node's CPU.
  * A stall still shows at this rate: a sample due while the loop is blocked fires late by the rest of the block, and
  * samples come late about as often as the loop is stalled, so the p99 still sees stalls that take 1% of the time.
  */
