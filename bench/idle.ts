@@ -15,7 +15,8 @@ import * as Topology from "../test/scale/Topology.js"
 import * as Proc from "./scale/proc.js"
 import { percentile } from "./scale/stats.js"
 
-process.env.MESH_RUN_BUILT = "1"
+// Measured on the built programs, never their sources through tsx (support/processes.ts).
+delete process.env.MESH_RUN_SOURCE
 const args = process.argv.slice(2)
 const flag = (name: string) => {
   const i = args.indexOf(`--${name}`)

@@ -502,7 +502,8 @@ const program = Effect.gen(function* () {
   yield* log(`\nwritten to ${OUT}`)
 })
 
-process.env.MESH_RUN_BUILT = "1"
+// Measured on the built programs, never their sources through tsx (support/processes.ts).
+delete process.env.MESH_RUN_SOURCE
 Effect.runPromise(Effect.scoped(program)).then(
   () => process.exit(0),
   (error) => {

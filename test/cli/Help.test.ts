@@ -13,11 +13,11 @@ import * as Help from "../../src/cli/Help.js"
 import { meshNode } from "../../src/cli/mesh-node.js"
 import { meshOne } from "../../src/cli/mesh-one.js"
 import { meshRouter } from "../../src/cli/mesh-router.js"
-import { nodeArgs } from "../support/processes.js"
+import { nodeArgs, sourceArgs } from "../support/processes.js"
 
 /** Runs a program without blocking the test worker (a dozen spawns in a row would starve its heartbeat). */
-const runBin = (program: string, args: ReadonlyArray<string>) =>
-  promisify(execFile)(process.execPath, nodeArgs(program, args), { timeout: 120_000 }).then(
+const runBin = (program: string, args: ReadonlyArray<string>, argv = nodeArgs) =>
+  promisify(execFile)(process.execPath, argv(program, args), { timeout: 120_000 }).then(
     (out) => ({ status: 0, stdout: out.stdout, stderr: out.stderr }),
     (error: { code?: number; stdout?: string; stderr?: string }) => ({
       status: error.code ?? -1,
@@ -41,7 +41,7 @@ const PLACEHOLDERS = [
   "Sets the minimum log level for a command",
 ]
 
-/** A program under tsx takes seconds to start on a loaded machine; some tests start three. */
+/** A program takes seconds to start on a loaded machine (more under tsx); some tests start three. */
 const TIMEOUT = 150_000
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for ANSI escapes
@@ -89,6 +89,21 @@ describe("--help of every command", () => {
       const logLevels = lines.filter((line) => line.startsWith("--log-level"))
       expect(logLevels.length).toBeLessThanOrEqual(1)
       if (logLevels.length === 1) expect(logLevels[0]).toBe("--log-level debug|info|warn|error")
+    },
+    TIMEOUT,
+  )
+
+  // Every other test here starts the built programs; developers also start the sources through tsx.
+  it(
+    "the sources run through tsx print the same help as the built program",
+    async () => {
+      const [built, source] = await Promise.all([
+        runBin("mesh-node", ["run", "--help"]),
+        runBin("mesh-node", ["run", "--help"], sourceArgs),
+      ])
+      expect(source.status, source.stderr).toBe(0)
+      expect(source.stdout).toContain("$ mesh-node run")
+      expect(source.stdout).toBe(built.stdout)
     },
     TIMEOUT,
   )

@@ -36,7 +36,7 @@ const start = (name: string, args: ReadonlyArray<string>) => {
   return { child, out, exited }
 }
 
-/** Waits until `text` appears in what `read` returns (60 s: a child under tsx on a loaded machine starts slowly). */
+/** Waits until `text` appears in what `read` returns (60 s: a child on a loaded machine starts slowly). */
 const waitForText = async (read: () => string, text: string) => {
   for (let i = 0; i < 600; i++) {
     if (read().includes(text)) return
@@ -47,7 +47,7 @@ const waitForText = async (read: () => string, text: string) => {
 
 const STACK_LINE = /^\s+at /m
 
-/** Each test starts a program under tsx and may wait a minute for a line: room for a loaded machine. */
+/** Each test starts a program and may wait a minute for a line: room for a loaded machine. */
 const TIMEOUT = 150_000
 
 describe("a control plane that does not answer", () => {

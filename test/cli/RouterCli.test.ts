@@ -32,7 +32,7 @@ const stop = (child: ChildProcess) =>
   })
 
 const poll = async <A>(what: string, attempt: () => Promise<A | undefined>): Promise<A> => {
-  // 30 s: a child process under tsx on a loaded machine takes seconds to start.
+  // 30 s: a child process on a loaded machine takes seconds to start.
   for (let i = 0; i < 300; i++) {
     const value = await attempt().catch(() => undefined)
     if (value !== undefined) return value

@@ -14,7 +14,7 @@ import pg from "pg"
 import { parse } from "yaml"
 import { freePort } from "../../src/testing/Ports.js"
 import { describePostgres } from "../support/databases.js"
-import { healthcheck, helpFlags, poll, root, shimBinDir, shimEnv, startEntrypoint, stop } from "./support.js"
+import { healthcheck, helpFlags, poll, root, shimBinDir, startEntrypoint, stop } from "./support.js"
 
 interface Service {
   readonly image?: string
@@ -278,7 +278,7 @@ describePostgres("the example mesh of compose.yaml, brought up on this machine",
     const health = join(dir, `${name}.health`)
     const child = startEntrypoint(command, {
       cwd,
-      env: { ...shimEnv(), ...env, MESH_BIN_DIR: shims, MESH_HEALTH_FILE: health, MESH_LOG_LEVEL: "warn" },
+      env: { ...env, MESH_BIN_DIR: shims, MESH_HEALTH_FILE: health, MESH_LOG_LEVEL: "warn" },
     })
     children.push(child)
     logs.set(name, "")

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { freePort } from "../../src/testing/Ports.js"
-import { healthcheck, poll, runEntrypoint, shimBinDir, shimEnv, startEntrypoint, stop, stubBinDir } from "./support.js"
+import { healthcheck, poll, runEntrypoint, shimBinDir, startEntrypoint, stop, stubBinDir } from "./support.js"
 
 const dir = mkdtempSync(join(tmpdir(), "mesh-entrypoint-"))
 const children: Array<ChildProcess> = []
@@ -135,7 +135,7 @@ describe("container entry point", () => {
 
 describe("container entry point and health check, with the real programs", () => {
   const shims = shimBinDir(join(dir, "shims"))
-  const env = (health: string): NodeJS.ProcessEnv => ({ ...shimEnv(), MESH_BIN_DIR: shims, MESH_HEALTH_FILE: health })
+  const env = (health: string): NodeJS.ProcessEnv => ({ MESH_BIN_DIR: shims, MESH_HEALTH_FILE: health })
 
   // The control plane and the node run for real below.
   it("reaches the router's and mesh-one's --help", () => {

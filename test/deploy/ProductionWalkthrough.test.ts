@@ -2,7 +2,7 @@
  * docs/production.md as an operator follows it: every fenced block marked ```sh step runs as written, in order, from
  * one folder, through `sh -e`, on postgres (MESH_TEST_PG_URL). Only what must differ on a shared test machine is
  * swapped: each fixed port for a free one, the `PG=` and `DB=` lines and the server's host:port for the test server
- * and a fresh database. Step 0 (installing) is replaced by a PATH on which each program runs from source, and the
+ * and a fresh database. Step 0 (installing) is replaced by a PATH on which each program runs built, and the
  * folder gets examples/policy.yaml as step 0 copies it. A block's marks say how it is run:
  *   background=NAME      a long-running program, started and left running (stopped at the end)
  *   until-lines=N        run again until it prints N lines
@@ -14,11 +14,10 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join } from "node:path"
-import { pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import pg from "pg"
 import { postgresUrl } from "../support/databases.js"
-import { binPath } from "../support/processes.js"
+import { builtPath } from "../support/processes.js"
 import { root } from "./support.js"
 
 interface Step {
@@ -36,8 +35,6 @@ const steps = (markdown: string): ReadonlyArray<Step> =>
   }))
 
 const PORTS = [8080, 8081, 8082, 4001, 9090, 3001, 8000]
-/** tsx's loader by its URL: the programs run from the walkthrough's folder, outside the repository. */
-const TSX = pathToFileURL(join(root, "node_modules", "tsx", "dist", "loader.mjs")).href
 const PROGRAMS = ["mesh-control-plane", "mesh-router", "mesh-node", "mesh-demo"]
 
 const freePort = () =>
@@ -118,12 +115,12 @@ describe.skipIf(postgresUrl === undefined)("docs/production.md on postgres", () 
         .replaceAll("127.0.0.1:5432", server.host)
         .replace(new RegExp(`\\b(${PORTS.join("|")})\\b`, "g"), (p) => String(ports.get(Number(p))))
 
-    // Step 0: the programs on PATH, running from source; the example policy in the folder.
+    // Step 0: the built programs on PATH, as an install puts them; the example policy in the folder.
     const bin = join(dir, ".bin")
     mkdirSync(bin, { recursive: true })
     for (const program of PROGRAMS) {
       const wrapper = join(bin, program)
-      writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" --import "${TSX}" "${binPath(program)}" "$@"\n`, {
+      writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${builtPath(program)}" "$@"\n`, {
         mode: 0o755,
       })
     }

@@ -1,14 +1,13 @@
 /**
  * Helpers for the deployment tests: the flags each program's --help lists, the container entry point run against a
- * folder of programs (stubs that report how they were called, or shims that run the real ones from source), and the
+ * folder of programs (stubs that report how they were called, or shims that run the built ones), and the
  * container health check.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { binPath, runBin } from "../support/processes.js"
+import { builtPath, runBin } from "../support/processes.js"
 
 export const root = join(import.meta.dirname, "..", "..")
 export const entrypoint = join(root, "deploy", "container", "entrypoint.sh")
@@ -53,20 +52,18 @@ export const stubBinDir = (dir: string): string => {
   return dir
 }
 
-/** The programs as shims that run the real entry points from source (NODE_OPTIONS loads tsx, see shimEnv). */
+/** The programs as shims that run the built ones (the test run builds them first, support/buildPrograms.ts). */
 export const shimBinDir = (dir: string): string => {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, "package.json"), '{"type":"module"}\n')
   for (const program of PROGRAMS) {
-    writeFileSync(join(dir, `${program}.js`), `await import(${JSON.stringify(pathToFileURL(binPath(program)).href)})\n`)
+    writeFileSync(
+      join(dir, `${program}.js`),
+      `await import(${JSON.stringify(pathToFileURL(builtPath(program)).href)})\n`,
+    )
   }
   return dir
 }
-
-const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
-
-/** The environment the shims need: tsx loaded into every Node the entry point starts. */
-export const shimEnv = (): NodeJS.ProcessEnv => ({ NODE_OPTIONS: `--import ${tsx}` })
 
 /** The entry point's environment: `node` on PATH is the Node running the tests, as in the image. */
 const entrypointEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {

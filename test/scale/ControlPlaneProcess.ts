@@ -18,7 +18,7 @@ const root = join(import.meta.dirname, "..", "..")
 export const ISSUER = "http://127.0.0.1:1/unused-issuer"
 export const ADMIN_TOKEN = "scale-test-admin-token"
 
-/** How long a start may take: tsx compiles the sources at start, and CI machines run several test files at once. */
+/** How long a start may take: CI machines run several test files at once (and MESH_RUN_SOURCE=1 adds tsx). */
 const START_TIMEOUT = Duration.seconds(60)
 /** How long SIGTERM may take before the process is killed (and the test that asked for a clean stop fails). */
 const STOP_TIMEOUT = Duration.seconds(15)

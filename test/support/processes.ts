@@ -1,4 +1,7 @@
-/** Runs the mesh binaries from source as child processes, as an operator would run the built ones. */
+/**
+ * Runs the mesh programs as child processes, as an operator does: the built programs (`npm run build`, which the test
+ * run does first, support/buildPrograms.ts), or with MESH_RUN_SOURCE=1 their TypeScript entry points through tsx.
+ */
 import { execFile, spawnSync } from "node:child_process"
 import { join } from "node:path"
 
@@ -6,15 +9,20 @@ const root = join(import.meta.dirname, "..", "..")
 
 export const binPath = (name: string): string => join(root, "src", "bin", `${name}.ts`)
 
-/** The built program (`npm run build`), for measurements that must not count tsx's compiler in a process's weight. */
+/** The built program (`npm run build`): the bundle that ships for the members, the compiler's output for the rest. */
 export const builtPath = (name: string): string => join(root, "dist", "bin", `${name}.js`)
 
-/**
- * Node arguments that run a program: its TypeScript entry point through tsx, or with MESH_RUN_BUILT=1 (the scale
- * harness) the built one.
- */
+/** The arguments that run a program from its sources through tsx, as a developer may (`npx tsx src/bin/...`). */
+export const sourceArgs = (name: string, args: ReadonlyArray<string>): Array<string> => [
+  "--import",
+  "tsx",
+  binPath(name),
+  ...args,
+]
+
+/** Node arguments that run a program: the built one, or with MESH_RUN_SOURCE=1 its sources through tsx. */
 export const nodeArgs = (name: string, args: ReadonlyArray<string>): Array<string> =>
-  process.env.MESH_RUN_BUILT === "1" ? [builtPath(name), ...args] : ["--import", "tsx", binPath(name), ...args]
+  process.env.MESH_RUN_SOURCE === "1" ? sourceArgs(name, args) : [builtPath(name), ...args]
 
 export interface Completed {
   readonly status: number | null
