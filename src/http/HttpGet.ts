@@ -27,11 +27,18 @@ const fail = (reason: string) => Effect.fail(new HttpGetError({ reason }))
 /** A form body to POST instead of a GET. */
 type Form = Readonly<Record<string, string>>
 
+/** A 200 answer: its body, and the headers that say how long it may be kept. */
+interface Answer<A> {
+  readonly body: A
+  readonly cacheControl: string | undefined
+  readonly age: string | undefined
+}
+
 const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number, form: Form | undefined) =>
-  Effect.async<string, HttpGetError>((resume) => {
+  Effect.async<Answer<string>, HttpGetError>((resume) => {
     // Node may report one failure twice (a destroyed request also errors); only the first answer counts.
     let done = false
-    const finish = (result: Effect.Effect<string, HttpGetError>) => {
+    const finish = (result: Effect.Effect<Answer<string>, HttpGetError>) => {
       if (done) return
       done = true
       resume(result)
@@ -61,7 +68,15 @@ const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number, 
           finish(fail("response larger than allowed"))
         } else chunks.push(chunk)
       })
-      res.on("end", () => finish(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+      res.on("end", () =>
+        finish(
+          Effect.succeed({
+            body: Buffer.concat(chunks).toString("utf8"),
+            cacheControl: res.headers["cache-control"],
+            age: typeof res.headers.age === "string" ? res.headers.age : undefined,
+          }),
+        ),
+      )
       res.on("error", () => finish(fail("connection lost")))
     }
     const body = form === undefined ? undefined : new URLSearchParams(form).toString()
@@ -85,19 +100,27 @@ const getText = (target: URL, insecureSkipTlsVerify: boolean, maxBytes: number, 
 
 /** GETs `url` and parses the 200 answer as JSON; anything else is an `HttpGetError`. */
 export const getJson = (url: string, options: Options = {}): Effect.Effect<unknown, HttpGetError> =>
+  Effect.map(requestJson(url, undefined, options), (answer) => answer.body)
+
+/** As getJson, with the answer's `Cache-Control` and `Age` (the issuer's keys may be kept as long as they say). */
+export const getJsonAnswer = (url: string, options: Options = {}): Effect.Effect<Answer<unknown>, HttpGetError> =>
   requestJson(url, undefined, options)
 
 /** POSTs `form` (urlencoded) to `url` and parses the 200 answer as JSON; anything else is an `HttpGetError`. */
 export const postForm = (url: string, form: Form, options: Options = {}): Effect.Effect<unknown, HttpGetError> =>
-  requestJson(url, form, options)
+  Effect.map(requestJson(url, form, options), (answer) => answer.body)
 
-const requestJson = (url: string, form: Form | undefined, options: Options): Effect.Effect<unknown, HttpGetError> =>
+const requestJson = (
+  url: string,
+  form: Form | undefined,
+  options: Options,
+): Effect.Effect<Answer<unknown>, HttpGetError> =>
   Effect.gen(function* () {
     const target = URL.canParse(url) ? new URL(url) : undefined
     if (target === undefined || (target.protocol !== "http:" && target.protocol !== "https:")) {
       return yield* fail("not an http(s) URL")
     }
-    const text = yield* getText(
+    const answer = yield* getText(
       target,
       options.insecureSkipTlsVerify ?? false,
       options.maxBytes ?? 1024 * 1024,
@@ -108,8 +131,9 @@ const requestJson = (url: string, form: Form | undefined, options: Options): Eff
         onTimeout: () => new HttpGetError({ reason: "timed out" }),
       }),
     )
-    return yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
+    const body = yield* Effect.try({
+      try: (): unknown => JSON.parse(answer.body),
       catch: () => new HttpGetError({ reason: "response is not JSON" }),
     })
+    return { ...answer, body }
   })
