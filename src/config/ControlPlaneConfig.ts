@@ -16,6 +16,8 @@ export interface ControlPlaneSettings {
   readonly allowedAudiences: ReadonlyArray<string>
   readonly oidcClientId: string
   readonly insecureSkipTlsVerify: boolean
+  /** How long an issuer's key set is trusted once read; its `Cache-Control: max-age` may shorten it. */
+  readonly oidcKeysMaxAge: Duration.Duration
   readonly bindAddress: ListenAddress
   readonly database: DatabaseConfig
   /** Bearer token of the operator API; without one the admin API answers 401 to everyone. */
@@ -52,6 +54,7 @@ export const DEFAULT_AUDIENCE = "mesh-mesh-audience"
 export const defaults = {
   allowedAudiences: [DEFAULT_AUDIENCE],
   insecureSkipTlsVerify: false,
+  oidcKeysMaxAge: "10m",
   bindAddress: "0.0.0.0:8080",
   dbDriver: "sqlite",
   dbDsn: "control-plane.db",
@@ -82,6 +85,7 @@ export const make = (
     allowedAudiences,
     oidcClientId: allowedAudiences[0] ?? DEFAULT_AUDIENCE,
     insecureSkipTlsVerify: defaults.insecureSkipTlsVerify,
+    oidcKeysMaxAge: Duration.minutes(10),
     bindAddress: { host: "127.0.0.1", port: 0 },
     adminToken: Option.none(),
     autoApproveEnrollment: defaults.autoApproveEnrollment,

@@ -61,6 +61,7 @@ describe("mesh-control-plane command line", () => {
       "--allowed-audiences",
       "--oidc-client-id",
       "--insecure-skip-tls-verify",
+      "--oidc-keys-max-age",
       "--bind-address",
       "--db-driver",
       "--db-dsn",
@@ -83,6 +84,13 @@ describe("mesh-control-plane command line", () => {
     expect(result.stdout).toContain("Default: 2160h.")
     expect(result.stdout).toContain("Env: MESH_OIDC_ISSUER.")
     expect(result.stdout).toContain("Env: MESH_REQUEST_TIMEOUT.")
+    expect(result.stdout).toContain("Env: MESH_OIDC_KEYS_MAX_AGE.")
+  })
+
+  it("refuses an issuer key max age under a second: the issuer would be read for every token", () => {
+    const result = runBin("mesh-control-plane", ["--issuer", "http://issuer", "--oidc-keys-max-age", "500ms"])
+    expect(result.status).toBe(2)
+    expect(lines(result.stderr)).toEqual(["mesh-control-plane: --oidc-keys-max-age: must be at least 1s"])
   })
 
   it("refuses a request timeout of zero: a request must never be waited for forever", () => {

@@ -61,6 +61,12 @@ export const server = {
     env: "MESH_INSECURE_SKIP_TLS_VERIFY",
     description: "Skip TLS verification when fetching issuer metadata and keys.",
   }),
+  oidcKeysMaxAge: Flag.duration("oidc-keys-max-age", {
+    env: "MESH_OIDC_KEYS_MAX_AGE",
+    fallback: defaults.oidcKeysMaxAge,
+    description:
+      "How long an issuer's signing keys are trusted once read (the issuer's Cache-Control max-age may shorten it); they are read again before then, so a key the issuer withdraws is refused within this time. At least 1s.",
+  }),
   bindAddress: Flag.listenAddress("bind-address", {
     env: "MESH_BIND_ADDRESS",
     fallback: defaults.bindAddress,

@@ -35,12 +35,16 @@ export const settingsFromFlags = (flags: ServerFlags) =>
     if (Duration.toMillis(flags.requestTimeout) <= 0) {
       return yield* new UsageError({ message: "--request-timeout: must be more than 0" })
     }
+    if (Duration.toMillis(flags.oidcKeysMaxAge) < 1000) {
+      return yield* new UsageError({ message: "--oidc-keys-max-age: must be at least 1s" })
+    }
     const logFormat = yield* Logging.formatFromConfig
     const settings: ControlPlaneSettings = {
       issuers,
       allowedAudiences,
       oidcClientId: Option.getOrElse(flags.oidcClientId, () => allowedAudiences[0] ?? ""),
       insecureSkipTlsVerify: flags.insecureSkipTlsVerify,
+      oidcKeysMaxAge: flags.oidcKeysMaxAge,
       bindAddress: flags.bindAddress,
       database: yield* resolveDatabase(flags),
       adminToken: yield* Flag.readSecret(flags.adminTokenPath, "MESH_ADMIN_TOKEN"),
