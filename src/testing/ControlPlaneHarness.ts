@@ -64,6 +64,8 @@ export const make = ({
       bindAddress: overrides.bindAddress ?? { host: "127.0.0.1", port: 0 },
       // Tests drive many requests from one address; they opt in to rate limiting explicitly.
       enrollRateLimit: overrides.enrollRateLimit ?? { perSecond: 0, burst: 0 },
+      // Tests move a TestClock by days: a read of the issuer's keys every five minutes of it is real HTTP each time.
+      oidcKeysMaxAge: overrides.oidcKeysMaxAge ?? Duration.hours(24),
       adminToken: Option.some(adminToken),
       // The caller's clock may be a TestClock that nobody advances once the test is over: cut requests at once.
       shutdownGrace: overrides.shutdownGrace ?? Duration.zero,

@@ -9,7 +9,7 @@
  */
 import { createHash, randomBytes } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
 import { Clock, Effect, type Scope } from "effect"
 import { exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from "jose"
 
@@ -38,6 +38,8 @@ export interface DevOidcIssuer {
   readonly mint: (claims: IdTokenClaims, options?: MintOptions) => Effect.Effect<string>
   /** Replaces the signing key; the JWKS then publishes the new key next to the old one. */
   readonly rotateKey: Effect.Effect<void>
+  /** Stops publishing every key but the newest (the signing key), as an issuer that withdraws a key does. */
+  readonly withdrawOldKeys: Effect.Effect<void>
   /** The private signing keys, for persisting a development issuer across restarts. */
   readonly exportKeys: Effect.Effect<ReadonlyArray<JWK>>
   /** How many times the JWKS has been served, to test that verifiers cache it. */
@@ -54,6 +56,8 @@ export interface Options {
   readonly keys?: ReadonlyArray<JWK>
   /** Start down (connections cut) until `setAnswering(true)`: an outage on an address that stays the issuer's. */
   readonly answering?: boolean
+  /** The JWKS answer's Cache-Control, e.g. `public, max-age=60`; default `no-store` like every other answer. */
+  readonly jwksCacheControl?: string
 }
 
 const ALG = "ES256"
@@ -77,8 +81,8 @@ const fromJwk = (privateJwk: JWK): SigningKey => {
   return { kid: privateJwk.kid ?? "dev", privateJwk, publicJwk: { ...publicJwk, use: "sig" } }
 }
 
-const send = (res: ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
+const send = (res: ServerResponse, status: number, body: unknown, cacheControl = "no-store") => {
+  res.writeHead(status, { "content-type": "application/json", "cache-control": cacheControl })
   res.end(JSON.stringify(body))
 }
 
@@ -190,7 +194,7 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
       }
       if (req.method === "GET" && path === "/jwks") {
         jwksFetches++
-        return send(res, 200, { keys: keys.map((k) => k.publicJwk) })
+        return send(res, 200, { keys: keys.map((k) => k.publicJwk) }, options.jwksCacheControl)
       }
       if (req.method === "GET" && path === "/authorize") {
         const params = new URLSearchParams((req.url ?? "").slice((req.url ?? "").indexOf("?") + 1))
@@ -283,8 +287,12 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
     })
 
     let answering = options.answering ?? true
+    // Kept-alive connections too: an issuer that goes down cuts the ones open.
+    const open = new Set<Socket>()
     server.on("connection", (socket) => {
-      if (!answering) socket.destroy()
+      if (!answering) return socket.destroy()
+      open.add(socket)
+      socket.on("close", () => open.delete(socket))
     })
 
     yield* Effect.acquireRelease(
@@ -307,11 +315,15 @@ export const make = (options: Options = {}): Effect.Effect<DevOidcIssuer, never,
       rotateKey: Effect.promise(async () => {
         keys.push(await newKey())
       }),
+      withdrawOldKeys: Effect.sync(() => {
+        keys.splice(0, keys.length - 1)
+      }),
       exportKeys: Effect.sync(() => keys.map((k) => k.privateJwk)),
       jwksFetches: Effect.sync(() => jwksFetches),
       setAnswering: (on) =>
         Effect.sync(() => {
           answering = on
+          if (!on) for (const socket of open) socket.destroy()
         }),
     }
   })

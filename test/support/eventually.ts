@@ -17,5 +17,7 @@ export const eventually = <A, E, R>(
       if (predicate(last)) return last
       yield* TestServices.provideLive(Effect.sleep("20 millis"))
     }
-    return yield* Effect.dieMessage(`condition not reached: ${options.what ?? "eventually"} (last: ${String(last)})`)
+    return yield* Effect.dieMessage(
+      `condition not reached: ${options.what ?? "eventually"} (last: ${JSON.stringify(last)})`,
+    )
   })

@@ -1,16 +1,13 @@
 /**
- * Oidc over each configured issuer's discovery document and JWKS, fetched on first use and kept in memory (a failed
- * fetch is not kept: the next token tries again). A token whose key id the cached JWKS lacks makes us refetch the
- * JWKS once, since the issuer may have rotated, but at most once per REFETCH_INTERVAL_MS per issuer so that tokens
- * with made-up key ids cannot turn us into a load generator against the IdP. jose checks signatures and claims at
- * the time Effect's Clock gives.
+ * Oidc over each configured issuer's keys (`IssuerKeys.ts`: read on first use, then kept fresh in the background
+ * within `--oidc-keys-max-age`). A token whose key id the held keys lack waits for a read that starts after it
+ * arrived, since the issuer may have just published that key; reads are shared and rate limited per issuer there.
+ * jose checks signatures and claims at the time Effect's Clock gives.
  */
-import { Clock, Effect, Either, Layer, Schema, SynchronizedRef } from "effect"
+import { Clock, Effect, Either, Layer, Runtime } from "effect"
 import {
-  createLocalJWKSet,
   decodeJwt,
   errors,
-  type JSONWebKeySet,
   type JWSAlgorithm,
   type JWTPayload,
   type JWTVerifyGetKey,
@@ -19,11 +16,10 @@ import {
 } from "jose"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { isSafeTerm } from "../../crypto/Biscuit.js"
-import { Unauthorized, Unavailable } from "../../domain/Errors.js"
-import * as HttpGet from "../../http/HttpGet.js"
+import { Unauthorized } from "../../domain/Errors.js"
 import { Oidc, type VerifiedIdToken } from "../../services/enrollment/Oidc.js"
-
-const REFETCH_INTERVAL_MS = 30_000
+import { Metrics } from "../../services/operations/Metrics.js"
+import * as IssuerKeys from "./IssuerKeys.js"
 
 /** Asymmetric only: an HMAC "signature" would be keyed with something the IdP publishes. */
 const ALGORITHMS: Array<JWSAlgorithm> = [
@@ -40,32 +36,7 @@ const ALGORITHMS: Array<JWSAlgorithm> = [
   "Ed25519",
 ]
 
-const Discovery = Schema.Struct({ issuer: Schema.String, jwks_uri: Schema.String })
-
-interface Keys {
-  readonly jwksUri: string
-  readonly keySet: JWTVerifyGetKey
-}
-
-interface Issuer {
-  /** As configured; the identity's issuer. */
-  readonly issuer: string
-  /** Without its trailing slash. */
-  readonly base: string
-  readonly current: Effect.Effect<Keys, Unavailable>
-  readonly refetch: (seen: Keys) => Effect.Effect<Keys | undefined, Unavailable>
-}
-
-interface IssuerState {
-  readonly keys: Keys | undefined
-  /** Last refetch caused by an unknown key id (not the first fetch), successful or not. */
-  readonly lastRefetchMs: number | undefined
-}
-
 const withoutSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
-
-/** Operators see why an issuer is unavailable in the log too, not only the client that hit it. */
-const warn = (error: Unavailable) => Effect.logWarning(error.message)
 
 const rejected = (reason: string) => new Unauthorized({ message: `ID token validation failed: ${reason}` })
 
@@ -136,95 +107,59 @@ const toVerified = (issuer: string, payload: JWTPayload): Effect.Effect<Verified
   return Effect.succeed({ identity, expiresAtMs: exp * 1000 })
 }
 
-export const layer = Layer.effect(
+const prefix = "mesh_control_plane_oidc_keys_"
+
+export const layer = Layer.scoped(
   Oidc,
   Effect.gen(function* () {
     const config = yield* ControlPlaneConfig
-    const http = { insecureSkipTlsVerify: config.insecureSkipTlsVerify }
+    const metrics = yield* Metrics
+    const reads = metrics.counter(
+      `${prefix}reads_total`,
+      "Reads of OIDC issuers' key sets, by issuer, reason and outcome.",
+    )
+    const stale = metrics.gauge(
+      `${prefix}stale`,
+      "1 while an issuer's key set is stale or expired: its last read failed, or it is past its max age.",
+    )
+    const readAt = metrics.gauge(`${prefix}read_timestamp_seconds`, "When an issuer's key set was last read.")
 
-    const makeIssuer = (issuer: string): Effect.Effect<Issuer> =>
-      Effect.gen(function* () {
-        const base = withoutSlash(issuer)
-        const unavailable = (what: string) => (error: HttpGet.HttpGetError | string) => {
-          const reason = typeof error === "string" ? error : error.reason
-          return new Unavailable({ message: `OIDC issuer ${issuer} is unavailable: ${what}: ${reason}` })
-        }
-        const fetchKeySet = (jwksUri: string) =>
-          HttpGet.getJson(jwksUri, http).pipe(
-            Effect.mapError(unavailable("JWKS")),
-            Effect.flatMap((json) =>
-              Effect.try({
-                // createLocalJWKSet checks the shape itself.
-                try: () => createLocalJWKSet(json as JSONWebKeySet),
-                catch: () => unavailable("JWKS")("not a JSON Web Key Set"),
-              }),
-            ),
-          )
-        const load = Effect.gen(function* () {
-          const json = yield* HttpGet.getJson(`${base}/.well-known/openid-configuration`, http).pipe(
-            Effect.mapError(unavailable("discovery document")),
-          )
-          const discovery = yield* Schema.decodeUnknown(Discovery)(json).pipe(
-            Effect.mapError(() => unavailable("discovery document")("issuer or jwks_uri missing")),
-          )
-          if (withoutSlash(discovery.issuer) !== base) {
-            return yield* unavailable("discovery document")("it names another issuer")
-          }
-          return { jwksUri: discovery.jwks_uri, keySet: yield* fetchKeySet(discovery.jwks_uri) }
-        }).pipe(Effect.tapError(warn))
-
-        const state = yield* SynchronizedRef.make<IssuerState>({ keys: undefined, lastRefetchMs: undefined })
-
-        /** The cached keys, loading them under the lock on first use so concurrent tokens share one fetch. */
-        const current = Effect.flatMap(SynchronizedRef.get(state), (s) =>
-          s.keys !== undefined
-            ? Effect.succeed(s.keys)
-            : SynchronizedRef.modifyEffect(state, (s) =>
-                s.keys !== undefined
-                  ? Effect.succeed([s.keys, s] as const)
-                  : Effect.map(load, (keys) => [keys, { ...s, keys }] as const),
-              ),
-        )
-
-        /** Keys newer than `seen`, or undefined when the refetch limit says not yet. */
-        const refetch = (seen: Keys) =>
-          SynchronizedRef.modifyEffect(
-            state,
-            (s): Effect.Effect<readonly [Either.Either<Keys | undefined, Unavailable>, IssuerState]> =>
-              Effect.gen(function* () {
-                // Another token already refetched while we waited for the lock.
-                if (s.keys !== seen) return [Either.right(s.keys), s]
-                const now = yield* Clock.currentTimeMillis
-                if (s.lastRefetchMs !== undefined && now - s.lastRefetchMs < REFETCH_INTERVAL_MS) {
-                  return [Either.right(undefined), s]
-                }
-                // The attempt counts even when it fails: an IdP that is down is not asked more often either.
-                const fetched = yield* Effect.either(fetchKeySet(seen.jwksUri).pipe(Effect.tapError(warn)))
-                const keys = Either.isRight(fetched) ? { jwksUri: seen.jwksUri, keySet: fetched.right } : seen
-                return [Either.map(fetched, () => keys), { keys, lastRefetchMs: now }]
-              }),
-          ).pipe(Effect.flatMap(Either.match({ onLeft: Effect.fail, onRight: Effect.succeed })))
-
-        return { issuer, base, current, refetch }
+    const issuers = new Map<string, { readonly issuer: string; readonly keys: IssuerKeys.IssuerKeys }>()
+    for (const issuer of config.issuers) {
+      const keys = yield* IssuerKeys.make({
+        issuer,
+        maxAge: config.oidcKeysMaxAge,
+        http: { insecureSkipTlsVerify: config.insecureSkipTlsVerify },
+        reads,
       })
+      issuers.set(withoutSlash(issuer), { issuer, keys })
+    }
+    const keys = Effect.forEach([...issuers.values()], (i) => i.keys.status)
 
-    const issuers = new Map<string, Issuer>()
-    for (const issuer of config.issuers) issuers.set(withoutSlash(issuer), yield* makeIssuer(issuer))
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+    metrics.beforeScrape(() => {
+      for (const status of runSync(keys)) {
+        stale.set({ issuer: status.issuer }, status.state === "stale" || status.state === "expired" ? 1 : 0)
+        if (status.readAtMs !== undefined) readAt.set({ issuer: status.issuer }, status.readAtMs / 1000)
+      }
+    })
 
     return {
+      keys,
       verify: (idToken) =>
         Effect.gen(function* () {
           // The unverified iss only picks the issuer; jwtVerify checks it again against that issuer.
           const claimed = yield* Effect.try({ try: () => decodeJwt(idToken).iss, catch: () => rejected("malformed") })
-          const issuer = typeof claimed === "string" ? issuers.get(withoutSlash(claimed)) : undefined
-          if (issuer === undefined) return yield* rejected("issuer not configured")
+          const entry = typeof claimed === "string" ? issuers.get(withoutSlash(claimed)) : undefined
+          if (entry === undefined) return yield* rejected("issuer not configured")
+          const base = withoutSlash(entry.issuer)
 
-          const attempt = (keys: Keys) =>
+          const attempt = (keySet: JWTVerifyGetKey) =>
             Effect.flatMap(Clock.currentTimeMillis, (now) =>
               Effect.tryPromise({
                 try: () =>
-                  verifyJwt(idToken, keys.keySet, {
-                    issuer: [issuer.base, `${issuer.base}/`],
+                  verifyJwt(idToken, keySet, {
+                    issuer: [base, `${base}/`],
                     audience: [...config.allowedAudiences],
                     algorithms: ALGORITHMS,
                     requiredClaims: ["exp"],
@@ -234,17 +169,16 @@ export const layer = Layer.effect(
               }).pipe(Effect.either),
             )
 
-          const keys = yield* issuer.current
-          let outcome = yield* attempt(keys)
+          let outcome = yield* attempt(yield* entry.keys.current)
           if (Either.isLeft(outcome) && outcome.left instanceof errors.JWKSNoMatchingKey) {
-            const fresher = yield* issuer.refetch(keys)
-            if (fresher !== undefined) outcome = yield* attempt(fresher)
+            // The issuer may have published this key since our read: look again rather than refuse.
+            outcome = yield* attempt(yield* entry.keys.fresher)
           }
           if (Either.isLeft(outcome)) {
             const reason = reasonOf(outcome.left)
             return yield* reason === undefined ? Effect.die(outcome.left) : Effect.fail(rejected(reason))
           }
-          return yield* toVerified(issuer.issuer, outcome.right)
+          return yield* toVerified(entry.issuer, outcome.right)
         }).pipe(Effect.withSpan("Oidc.verify")),
     }
   }),
