@@ -8,7 +8,11 @@ describeDatabases("public routes", (db) => {
     Effect.gen(function* () {
       const cp = yield* Harness.make({ database: yield* db.fresh })
       expect(yield* cp.api.public.healthz()).toEqual({ status: "ok" })
-      expect(yield* cp.api.public.readyz()).toEqual({ status: "ready" })
+      expect(yield* cp.api.public.readyz()).toEqual({
+        status: "ready",
+        // No token has named the issuer yet: its keys are read on first use.
+        issuer_keys: [{ issuer: Harness.DEFAULT_ISSUER, keys: "unread", read_at: null, problem: null }],
+      })
     }),
   )
 
