@@ -44,6 +44,8 @@ export type Overrides = Partial<ControlPlaneConfig.ControlPlaneSettings> & {
   readonly tracing?: Layer.Layer<never>
   /** `memory`: mesh events are recorded but never reach the mesh, as if every one was lost. */
   readonly events?: ControlPlaneLive.Options["events"]
+  /** Where the control plane's log lines go, for a test that reads them; default: the console. */
+  readonly logger?: Logger.Logger<unknown, void>
 }
 
 export const DEFAULT_ISSUER = "http://127.0.0.1:1/unused-issuer"
@@ -53,6 +55,7 @@ export const DEFAULT_ADMIN_TOKEN = "harness-admin-token"
 export const make = ({
   tracing = Tracing.off,
   events,
+  logger,
   ...overrides
 }: Overrides = {}): Effect.Effect<ControlPlaneHarness, unknown, Scope.Scope> =>
   Effect.gen(function* () {
@@ -74,6 +77,7 @@ export const make = ({
     const context = yield* Layer.build(
       ControlPlaneLive.layer(settings, events === undefined ? {} : { events }).pipe(
         Layer.provide(Logger.minimumLogLevel(overrides.logLevel ?? LogLevel.Warning)),
+        Layer.provide(logger === undefined ? Layer.empty : Logger.replace(Logger.defaultLogger, logger)),
         Layer.provide(tracing),
       ),
     )
