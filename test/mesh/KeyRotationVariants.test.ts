@@ -1,6 +1,10 @@
 /**
  * Key rotation when things go wrong (see soak.ts and KeyRotationSoak.test.ts): every key_rotation event lost,
  * members spread over control-plane replicas, a node away across the old key's retirement.
+ *
+ * Why this long: each case covers the least simulated time that holds what it is about, in the soak's 10-minute
+ * steps: two rotations without events (the second shows the first was no accident), two with replicas, and for the
+ * node away, the day before the first rotation and the two hours across its retirement.
  */
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, Random, Redacted, Scope } from "effect"
