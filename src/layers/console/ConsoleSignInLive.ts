@@ -7,6 +7,7 @@ import { Effect, Layer, Option, Schema, SynchronizedRef } from "effect"
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { Unauthorized, Unavailable } from "../../domain/Errors.js"
 import * as HttpGet from "../../http/HttpGet.js"
+import * as OidcDiscovery from "../../http/OidcDiscovery.js"
 import { ConsoleSignIn, type SignInOptions } from "../../services/console/ConsoleSignIn.js"
 
 const Discovery = Schema.Struct({
@@ -21,8 +22,6 @@ const TokenAnswer = Schema.Struct({ id_token: Schema.String.pipe(Schema.minLengt
 /** `openid` for the ID token; `email` and `profile` so the console can say who is signed in. */
 const SCOPE = "openid email profile"
 
-const withoutSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
-
 export const layer = Layer.effect(
   ConsoleSignIn,
   Effect.gen(function* () {
@@ -34,18 +33,10 @@ export const layer = Layer.effect(
         message: `OIDC issuer ${issuer} is unavailable: ${what}: ${typeof error === "string" ? error : error.reason}`,
       })
 
-    const load = Effect.gen(function* () {
-      const json = yield* HttpGet.getJson(`${withoutSlash(issuer)}/.well-known/openid-configuration`, http).pipe(
-        Effect.mapError(unavailable("discovery document")),
-      )
-      const discovery = yield* Schema.decodeUnknown(Discovery)(json).pipe(
-        Effect.mapError(() => unavailable("discovery document")("authorization or token endpoint missing")),
-      )
-      if (withoutSlash(discovery.issuer) !== withoutSlash(issuer)) {
-        return yield* unavailable("discovery document")("it names another issuer")
-      }
-      return discovery
-    }).pipe(Effect.tapError((error) => Effect.logWarning(error.message)))
+    const load = OidcDiscovery.read(issuer, Discovery, "authorization or token endpoint missing", http).pipe(
+      Effect.mapError((problem) => new Unavailable({ message: `OIDC issuer ${issuer} is unavailable: ${problem}` })),
+      Effect.tapError((error) => Effect.logWarning(error.message)),
+    )
 
     const cache = yield* SynchronizedRef.make<Option.Option<Discovery>>(Option.none())
     const discovery = SynchronizedRef.modifyEffect(cache, (cached) =>

@@ -20,6 +20,7 @@ import { createLocalJWKSet, type JSONWebKeySet, type JWTVerifyGetKey } from "jos
 import { Unavailable } from "../../domain/Errors.js"
 import * as KeySchedule from "../../domain/IssuerKeySchedule.js"
 import * as HttpGet from "../../http/HttpGet.js"
+import * as OidcDiscovery from "../../http/OidcDiscovery.js"
 import type { IssuerKeysStatus } from "../../services/enrollment/Oidc.js"
 import type { Counter } from "../../services/operations/Metrics.js"
 
@@ -68,14 +69,11 @@ class ReadFailure extends Data.TaggedError("ReadFailure")<{ readonly problem: st
 
 const Discovery = Schema.Struct({ issuer: Schema.String, jwks_uri: Schema.String })
 
-const withoutSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
-
 const iso = (ms: number) => new Date(ms).toISOString()
 
 export const make = (options: Options): Effect.Effect<IssuerKeys, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { issuer, http, reads } = options
-    const base = withoutSlash(issuer)
     const maxAgeMs = Duration.toMillis(options.maxAge)
     const failure = (what: string) => (error: HttpGet.HttpGetError | string) =>
       new ReadFailure({ problem: `${what}: ${typeof error === "string" ? error : error.reason}` })
@@ -94,18 +92,9 @@ export const make = (options: Options): Effect.Effect<IssuerKeys, never, Scope.S
     const wake = yield* Queue.dropping<void>(1)
     const bucket = yield* Ref.make(KeySchedule.fullBucket(yield* Clock.currentTimeMillis))
 
-    const discover = Effect.gen(function* () {
-      const json = yield* HttpGet.getJson(`${base}/.well-known/openid-configuration`, http).pipe(
-        Effect.mapError(failure("discovery document")),
-      )
-      const discovery = yield* Schema.decodeUnknown(Discovery)(json).pipe(
-        Effect.mapError(() => failure("discovery document")("issuer or jwks_uri missing")),
-      )
-      if (withoutSlash(discovery.issuer) !== base) {
-        return yield* failure("discovery document")("it names another issuer")
-      }
-      return discovery.jwks_uri
-    })
+    const discover = OidcDiscovery.read(issuer, Discovery, "issuer or jwks_uri missing", http).pipe(
+      Effect.mapBoth({ onFailure: (problem) => new ReadFailure({ problem }), onSuccess: (d) => d.jwks_uri }),
+    )
 
     const read = (known: string | undefined) =>
       Effect.gen(function* () {

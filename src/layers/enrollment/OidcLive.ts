@@ -17,6 +17,7 @@ import {
 import { ControlPlaneConfig } from "../../config/ControlPlaneConfig.js"
 import { isSafeTerm } from "../../crypto/Biscuit.js"
 import { Unauthorized } from "../../domain/Errors.js"
+import { withoutSlash } from "../../http/OidcDiscovery.js"
 import { Oidc, type VerifiedIdToken } from "../../services/enrollment/Oidc.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import * as IssuerKeys from "./IssuerKeys.js"
@@ -35,8 +36,6 @@ const ALGORITHMS: Array<JWSAlgorithm> = [
   "EdDSA",
   "Ed25519",
 ]
-
-const withoutSlash = (url: string): string => (url.endsWith("/") ? url.slice(0, -1) : url)
 
 const rejected = (reason: string) => new Unauthorized({ message: `ID token validation failed: ${reason}` })
 
