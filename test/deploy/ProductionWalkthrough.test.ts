@@ -11,11 +11,11 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { delimiter, dirname, join } from "node:path"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import pg from "pg"
+import { freePort } from "../../src/testing/Ports.js"
 import { postgresUrl } from "../support/databases.js"
 import { builtPath } from "../support/processes.js"
 import { root } from "./support.js"
@@ -36,16 +36,6 @@ const steps = (markdown: string): ReadonlyArray<Step> =>
 
 const PORTS = [8080, 8081, 8082, 4001, 9090, 3001, 8000]
 const PROGRAMS = ["mesh-control-plane", "mesh-router", "mesh-node", "mesh-demo"]
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 const doc = readFileSync(join(root, "docs", "production.md"), "utf8")
 
