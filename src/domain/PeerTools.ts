@@ -2,9 +2,11 @@
  * What the node keeps of the tools a peer's MCP server lists (`tools/list`), before they reach an agent or a search
  * row: they are the peer's words, and a hostile peer could list megabytes of them. A tool with a name an agent could
  * not call back, or a schema past its cap, is left out (a schema cut short would be a different schema); a long
- * title or description is shortened.
+ * title or description is shortened. Hidden characters are removed from every string of the definition (HiddenText):
+ * an agent sees only what a person reviewing the tool would see.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
+import * as HiddenText from "./HiddenText.js"
 import { validTool } from "./ToolName.js"
 
 export const MAX_TITLE = 256
@@ -21,9 +23,13 @@ export const bound = (tool: Tool): Tool | undefined => {
   if (!schemaFits(tool.inputSchema) || !schemaFits(tool.outputSchema)) return undefined
   return {
     name: tool.name,
-    ...(typeof tool.title === "string" ? { title: tool.title.slice(0, MAX_TITLE) } : {}),
-    ...(typeof tool.description === "string" ? { description: tool.description.slice(0, MAX_DESCRIPTION) } : {}),
-    inputSchema: tool.inputSchema,
-    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
+    ...(typeof tool.title === "string" ? { title: HiddenText.clean(tool.title).slice(0, MAX_TITLE) } : {}),
+    ...(typeof tool.description === "string"
+      ? { description: HiddenText.clean(tool.description).slice(0, MAX_DESCRIPTION) }
+      : {}),
+    inputSchema: HiddenText.cleanJson(tool.inputSchema) as Tool["inputSchema"],
+    ...(tool.outputSchema === undefined
+      ? {}
+      : { outputSchema: HiddenText.cleanJson(tool.outputSchema) as NonNullable<Tool["outputSchema"]> }),
   }
 }
