@@ -1,47 +1,20 @@
-/** A line diff (longest common subsequence), for showing a policy change before it is saved. */
+/** A line diff, for showing a change (a policy, a tool's definition) before it is approved: jsdiff's, line by line. */
+import { diffLines as changes } from "diff"
 
 export interface DiffLine {
   readonly kind: "same" | "added" | "removed"
   readonly text: string
 }
 
-export const diffLines = (before: string, after: string): ReadonlyArray<DiffLine> => {
-  const a = before.split("\n")
-  const b = after.split("\n")
-  // lengths[i][j]: length of the common subsequence of a[i..] and b[j..].
-  const lengths = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0))
-  for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) {
-      const row = lengths[i] as Array<number>
-      row[j] =
-        a[i] === b[j]
-          ? ((lengths[i + 1] as Array<number>)[j + 1] as number) + 1
-          : Math.max((lengths[i + 1] as Array<number>)[j] as number, row[j + 1] as number)
-    }
-  }
-  const out: Array<DiffLine> = []
-  let i = 0
-  let j = 0
-  while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && a[i] === b[j]) {
-      out.push({ kind: "same", text: a[i] as string })
-      i++
-      j++
-    } else if (
-      i < a.length &&
-      (j >= b.length ||
-        ((lengths[i + 1] as Array<number>)[j] as number) >= ((lengths[i] as Array<number>)[j + 1] as number))
-    ) {
-      // Removals first, as diffs are read.
-      out.push({ kind: "removed", text: a[i] as string })
-      i++
-    } else {
-      out.push({ kind: "added", text: b[j] as string })
-      j++
-    }
-  }
-  return out
-}
+/** A change's text as lines: jsdiff keeps each line's "\n", and a text's last line may have none. */
+const linesOf = (value: string): ReadonlyArray<string> =>
+  (value.endsWith("\n") ? value.slice(0, -1) : value).split("\n")
+
+export const diffLines = (before: string, after: string): ReadonlyArray<DiffLine> =>
+  changes(before, after).flatMap((change) => {
+    const kind = change.added ? "added" : change.removed ? "removed" : "same"
+    return linesOf(change.value).map((text): DiffLine => ({ kind, text }))
+  })
 
 export type Hunk = DiffLine | { readonly kind: "skipped"; readonly count: number }
 
