@@ -10,6 +10,7 @@
 import { Either } from "effect"
 import { isSafeTerm } from "../crypto/Biscuit.js"
 import * as Labels from "./Labels.js"
+import * as ToolPins from "./ToolPins.js"
 
 export interface Role {
   readonly name: string
@@ -27,6 +28,8 @@ export interface Binding {
 export interface Document {
   readonly roles: ReadonlyArray<Role>
   readonly bindings: ReadonlyArray<Binding>
+  /** Approved tool definitions (ToolPins); absent in a policy written before pins existed. */
+  readonly toolPins?: ReadonlyArray<ToolPins.ToolPin>
 }
 
 export const empty: Document = { roles: [], bindings: [] }
@@ -150,7 +153,7 @@ export const validate = (doc: Document, issuers: Issuers): Either.Either<Documen
       if (bad !== undefined) return at(`bindings[${i}].members[${j}]`, bad)
     }
   }
-  return Either.right(doc)
+  return Either.map(ToolPins.validate(doc.toolPins ?? []), () => doc)
 }
 
 const matchValue = (pattern: string, value: string): boolean =>

@@ -17,7 +17,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file mesh.proto.
  */
 export const file_mesh: GenFile = /*@__PURE__*/
-  fileDesc("CgptZXNoLnByb3RvEgdtZXNoLnYxIjQKCUF1dGhGcmFtZRIPCgdiaXNjdWl0GAEgASgMEhYKDnRhcmdldF9zZXJ2aWNlGAIgASgJIj8KDEF1dGhSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEg0KBWVycm9yGAIgASgJEg8KB2Jpc2N1aXQYAyABKAwi9wEKCU1lc2hFdmVudBIlCgR0eXBlGAEgASgOMhcubWVzaC52MS5NZXNoRXZlbnQuVHlwZRIPCgdwZWVyX2lkGAIgASgJEi4KCmV2ZW50X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDm5ld19wdWJsaWNfa2V5GAQgASgMEhEKCXNpZ25hdHVyZRgFIAEoDBIQCghzZXF1ZW5jZRgGIAEoBCJFCgRUeXBlEgoKBkJBTk5FRBAAEhAKDEtFWV9ST1RBVElPThABEhEKDVBPTElDWV9VUERBVEUQAhIMCghVTkJBTk5FRBADIvQBCg1FbnJvbGxSZXF1ZXN0EgsKA2p3dBgBIAEoCRIPCgdwZWVyX2lkGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwSFgoOcmVxdWVzdGVkX3JvbGUYBCABKAkSMgoGbGFiZWxzGAUgAygLMiIubWVzaC52MS5FbnJvbGxSZXF1ZXN0LkxhYmVsc0VudHJ5EhkKEWNoYWxsZW5nZV91bml4X21zGAYgASgDEhsKE2NoYWxsZW5nZV9zaWduYXR1cmUYByABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKrAQoORW5yb2xsUmVzcG9uc2USFQoNYmlzY3VpdF90b2tlbhgBIAEoDBIVCg1lcnJvcl9tZXNzYWdlGAIgASgJEiAKGGNvbnRyb2xfcGxhbmVfcHVibGljX2tleRgDIAEoDBIYChByb3V0ZXJfYWRkcmVzc2VzGAQgAygJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKSAgoWQm9vdHN0cmFwRW5yb2xsUmVxdWVzdBIXCg9ib290c3RyYXBfdG9rZW4YASABKAkSDwoHcGVlcl9pZBgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMEhYKDnJlcXVlc3RlZF9yb2xlGAQgASgJEjsKBmxhYmVscxgFIAMoCzIrLm1lc2gudjEuQm9vdHN0cmFwRW5yb2xsUmVxdWVzdC5MYWJlbHNFbnRyeRIZChFjaGFsbGVuZ2VfdW5peF9tcxgGIAEoAxIbChNjaGFsbGVuZ2Vfc2lnbmF0dXJlGAcgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEikgIKF0Jvb3RzdHJhcEVucm9sbFJlc3BvbnNlEikKBnN0YXR1cxgBIAEoDjIZLm1lc2gudjEuRW5yb2xsbWVudFN0YXR1cxIVCg1iaXNjdWl0X3Rva2VuGAIgASgMEh0KFXBvbGxfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBRIVCg1lcnJvcl9tZXNzYWdlGAQgASgJEiAKGGNvbnRyb2xfcGxhbmVfcHVibGljX2tleRgFIAEoDBIYChByb3V0ZXJfYWRkcmVzc2VzGAYgAygJEi8KC2V4cGlyZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXF1ZXN0X2lkGAggASgJImsKE1Rva2VuUmVmcmVzaFJlcXVlc3QSGwoTY2hhbGxlbmdlX3NpZ25hdHVyZRgBIAEoDBIZChFjaGFsbGVuZ2VfdW5peF9tcxgCIAEoAxIPCgdwZWVyX2lkGAMgASgJEgsKA2p3dBgEIAEoCSJ1ChRUb2tlblJlZnJlc2hSZXNwb25zZRIVCg1iaXNjdWl0X3Rva2VuGAEgASgMEi8KC2V4cGlyZV90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJIo8BCgxLZXlzUmVzcG9uc2USEwoLcHVibGljX2tleXMYASADKAwSLQoJc2lnbl90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpzaWduYXR1cmVzGAMgAygMEg8KB2tleV9pZHMYBCADKA0SFgoOcmV0aXJlX3VuaXhfbXMYBSADKAMihwEKGENvbnRyb2xQbGFuZUluZm9SZXNwb25zZRITCgtvaWRjX2lzc3VlchgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEAoIYXVkaWVuY2UYAyABKAkSGAoQcm91dGVyX2FkZHJlc3NlcxgEIAMoCRIXCg9iYW5uZWRfcGVlcl9pZHMYBSADKAkirAEKElJvdXRlckxlYXNlUmVxdWVzdBIPCgdwZWVyX2lkGAEgASgJEhEKCWFkZHJlc3NlcxgCIAMoCRIPCgdiaXNjdWl0GAMgASgMEhcKD2Nvbm5lY3RlZF9wZWVycxgEIAMoCRIQCghkaHRfc2l6ZRgFIAEoBRIZChFjaGFsbGVuZ2VfdW5peF9tcxgGIAEoAxIbChNjaGFsbGVuZ2Vfc2lnbmF0dXJlGAcgASgMImYKE1JvdXRlckxlYXNlUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBINCgVlcnJvchgCIAEoCRIvCgtleHBpcmVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihgEKClBvbGljeVJvbGUSDAoEbmFtZRgBIAEoCRIXCg9hbGxvd2VkX3RhcmdldHMYAiADKAkSGAoQYWxsb3dlZF9zZXJ2aWNlcxgDIAMoCRIWCg5hbGxvd2VkX2xhYmVscxgFIAMoCRITCgtkZXNjcmlwdGlvbhgHIAEoCUoECAQQBUoECAYQByIuCg1Qb2xpY3lCaW5kaW5nEgwKBHJvbGUYASABKAkSDwoHbWVtYmVycxgCIAMoCSJcCgxQb2xpY3lDb25maWcSIgoFcm9sZXMYASADKAsyEy5tZXNoLnYxLlBvbGljeVJvbGUSKAoIYmluZGluZ3MYAiADKAsyFi5tZXNoLnYxLlBvbGljeUJpbmRpbmciaQoZUG9saWN5Q29uZmlnVXBkYXRlUmVxdWVzdBIiCgVyb2xlcxgBIAMoCzITLm1lc2gudjEuUG9saWN5Um9sZRIoCghiaW5kaW5ncxgCIAMoCzIWLm1lc2gudjEuUG9saWN5QmluZGluZyI8ChpQb2xpY3lDb25maWdVcGRhdGVSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEg0KBWVycm9yGAIgASgJIpkBChdQb2xpY3lDb25maWdHZXRSZXNwb25zZRIVCg1kYXRhbG9nX3J1bGVzGAEgAygJEiUKBnBvbGljeRgCIAEoCzIVLm1lc2gudjEuUG9saWN5Q29uZmlnEg8KB3ZlcnNpb24YAyABKAMSLwoLdXBkYXRlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlQKC1NlcnZpY2VJbmZvEiIKBHR5cGUYASABKA4yFC5tZXNoLnYxLlNlcnZpY2VUeXBlEgwKBG5hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkiOwoRTm9kZUNhdGFsb2dSZXBvcnQSJgoIc2VydmljZXMYASADKAsyFC5tZXNoLnYxLlNlcnZpY2VJbmZvIrQCCg9TZXJ2aWNlQW5ub3VuY2USDwoHcGVlcl9pZBgBIAEoCRIiCgR0eXBlGAIgASgOMhQubWVzaC52MS5TZXJ2aWNlVHlwZRIUCgxzZXJ2aWNlX25hbWUYAyABKAkSDAoEa2V5cxgEIAMoCRI0CgZsYWJlbHMYBSADKAsyJC5tZXNoLnYxLlNlcnZpY2VBbm5vdW5jZS5MYWJlbHNFbnRyeRIXCg9hY3RpdmVfcmVxdWVzdHMYBiABKA0SFwoPbGF0ZW5jeV9ld21hX21zGAcgASgBEjEKDWFubm91bmNlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiQgoOQ2F0YWxvZ1JlcXVlc3QSIgoEdHlwZRgBIAEoDjIULm1lc2gudjEuU2VydmljZVR5cGUSDAoEbmFtZRgCIAEoCSJICg9DYXRhbG9nUmVzcG9uc2USJgoIc2VydmljZXMYASADKAsyFC5tZXNoLnYxLlNlcnZpY2VJbmZvEg0KBWVycm9yGAIgASgJIuQBChhJZGVudGl0eUV2aWRlbmNlUmVzcG9uc2USDwoHcGVlcl9pZBgBIAEoCRIPCgdiaXNjdWl0GAIgASgMEjcKE2Jpc2N1aXRfZXhwaXJlX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhkKEWNvbnRyb2xfcGxhbmVfdXJsGAQgASgJEiIKGnRydXN0ZWRfY29udHJvbF9wbGFuZV9rZXlzGAUgAygMEi4KCmNoZWNrX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsECChRQZWVyRXZpZGVuY2VSZXNwb25zZRIPCgdwZWVyX2lkGAEgASgJEg8KB2Jpc2N1aXQYAiABKAwSFQoNdmVyaWZ5aW5nX2tleRgDIAEoDBINCgVyb2xlcxgEIAMoCRI5CgZsYWJlbHMYBSADKAsyKS5tZXNoLnYxLlBlZXJFdmlkZW5jZVJlc3BvbnNlLkxhYmVsc0VudHJ5Ei8KC2V4cGlyZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5yZXZvY2F0aW9uX2lkcxgHIAMoCRIuCgpjaGVja190aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBKpQBChBFbnJvbGxtZW50U3RhdHVzEiEKHUVOUk9MTE1FTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASHQoZRU5ST0xMTUVOVF9TVEFUVVNfUEVORElORxABEh4KGkVOUk9MTE1FTlRfU1RBVFVTX0FQUFJPVkVEEAISHgoaRU5ST0xMTUVOVF9TVEFUVVNfUkVKRUNURUQQAyqMAQoLU2VydmljZVR5cGUSHAoYU0VSVklDRV9UWVBFX1VOU1BFQ0lGSUVEEAASFAoQU0VSVklDRV9UWVBFX01DUBABEhoKFlNFUlZJQ0VfVFlQRV9JTkZFUkVOQ0UQAhIUChBTRVJWSUNFX1RZUEVfQTJBEAMSFwoTU0VSVklDRV9UWVBFX0VHUkVTUxAEYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("CgptZXNoLnByb3RvEgdtZXNoLnYxIjQKCUF1dGhGcmFtZRIPCgdiaXNjdWl0GAEgASgMEhYKDnRhcmdldF9zZXJ2aWNlGAIgASgJIj8KDEF1dGhSZXNwb25zZRIPCgdzdWNjZXNzGAEgASgIEg0KBWVycm9yGAIgASgJEg8KB2Jpc2N1aXQYAyABKAwi9wEKCU1lc2hFdmVudBIlCgR0eXBlGAEgASgOMhcubWVzaC52MS5NZXNoRXZlbnQuVHlwZRIPCgdwZWVyX2lkGAIgASgJEi4KCmV2ZW50X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhYKDm5ld19wdWJsaWNfa2V5GAQgASgMEhEKCXNpZ25hdHVyZRgFIAEoDBIQCghzZXF1ZW5jZRgGIAEoBCJFCgRUeXBlEgoKBkJBTk5FRBAAEhAKDEtFWV9ST1RBVElPThABEhEKDVBPTElDWV9VUERBVEUQAhIMCghVTkJBTk5FRBADIvQBCg1FbnJvbGxSZXF1ZXN0EgsKA2p3dBgBIAEoCRIPCgdwZWVyX2lkGAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwSFgoOcmVxdWVzdGVkX3JvbGUYBCABKAkSMgoGbGFiZWxzGAUgAygLMiIubWVzaC52MS5FbnJvbGxSZXF1ZXN0LkxhYmVsc0VudHJ5EhkKEWNoYWxsZW5nZV91bml4X21zGAYgASgDEhsKE2NoYWxsZW5nZV9zaWduYXR1cmUYByABKAwaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKrAQoORW5yb2xsUmVzcG9uc2USFQoNYmlzY3VpdF90b2tlbhgBIAEoDBIVCg1lcnJvcl9tZXNzYWdlGAIgASgJEiAKGGNvbnRyb2xfcGxhbmVfcHVibGljX2tleRgDIAEoDBIYChByb3V0ZXJfYWRkcmVzc2VzGAQgAygJEi8KC2V4cGlyZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKSAgoWQm9vdHN0cmFwRW5yb2xsUmVxdWVzdBIXCg9ib290c3RyYXBfdG9rZW4YASABKAkSDwoHcGVlcl9pZBgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgMEhYKDnJlcXVlc3RlZF9yb2xlGAQgASgJEjsKBmxhYmVscxgFIAMoCzIrLm1lc2gudjEuQm9vdHN0cmFwRW5yb2xsUmVxdWVzdC5MYWJlbHNFbnRyeRIZChFjaGFsbGVuZ2VfdW5peF9tcxgGIAEoAxIbChNjaGFsbGVuZ2Vfc2lnbmF0dXJlGAcgASgMGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEikgIKF0Jvb3RzdHJhcEVucm9sbFJlc3BvbnNlEikKBnN0YXR1cxgBIAEoDjIZLm1lc2gudjEuRW5yb2xsbWVudFN0YXR1cxIVCg1iaXNjdWl0X3Rva2VuGAIgASgMEh0KFXBvbGxfaW50ZXJ2YWxfc2Vjb25kcxgDIAEoBRIVCg1lcnJvcl9tZXNzYWdlGAQgASgJEiAKGGNvbnRyb2xfcGxhbmVfcHVibGljX2tleRgFIAEoDBIYChByb3V0ZXJfYWRkcmVzc2VzGAYgAygJEi8KC2V4cGlyZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpyZXF1ZXN0X2lkGAggASgJImsKE1Rva2VuUmVmcmVzaFJlcXVlc3QSGwoTY2hhbGxlbmdlX3NpZ25hdHVyZRgBIAEoDBIZChFjaGFsbGVuZ2VfdW5peF9tcxgCIAEoAxIPCgdwZWVyX2lkGAMgASgJEgsKA2p3dBgEIAEoCSJ1ChRUb2tlblJlZnJlc2hSZXNwb25zZRIVCg1iaXNjdWl0X3Rva2VuGAEgASgMEi8KC2V4cGlyZV90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJIo8BCgxLZXlzUmVzcG9uc2USEwoLcHVibGljX2tleXMYASADKAwSLQoJc2lnbl90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpzaWduYXR1cmVzGAMgAygMEg8KB2tleV9pZHMYBCADKA0SFgoOcmV0aXJlX3VuaXhfbXMYBSADKAMihwEKGENvbnRyb2xQbGFuZUluZm9SZXNwb25zZRITCgtvaWRjX2lzc3VlchgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSEAoIYXVkaWVuY2UYAyABKAkSGAoQcm91dGVyX2FkZHJlc3NlcxgEIAMoCRIXCg9iYW5uZWRfcGVlcl9pZHMYBSADKAkirAEKElJvdXRlckxlYXNlUmVxdWVzdBIPCgdwZWVyX2lkGAEgASgJEhEKCWFkZHJlc3NlcxgCIAMoCRIPCgdiaXNjdWl0GAMgASgMEhcKD2Nvbm5lY3RlZF9wZWVycxgEIAMoCRIQCghkaHRfc2l6ZRgFIAEoBRIZChFjaGFsbGVuZ2VfdW5peF9tcxgGIAEoAxIbChNjaGFsbGVuZ2Vfc2lnbmF0dXJlGAcgASgMImYKE1JvdXRlckxlYXNlUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBINCgVlcnJvchgCIAEoCRIvCgtleHBpcmVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAihgEKClBvbGljeVJvbGUSDAoEbmFtZRgBIAEoCRIXCg9hbGxvd2VkX3RhcmdldHMYAiADKAkSGAoQYWxsb3dlZF9zZXJ2aWNlcxgDIAMoCRIWCg5hbGxvd2VkX2xhYmVscxgFIAMoCRITCgtkZXNjcmlwdGlvbhgHIAEoCUoECAQQBUoECAYQByIuCg1Qb2xpY3lCaW5kaW5nEgwKBHJvbGUYASABKAkSDwoHbWVtYmVycxgCIAMoCSKWAQoHVG9vbFBpbhIMCgR0b29sGAEgASgJEhMKC2ZpbmdlcnByaW50GAIgASgJEjUKC3BlZXJfbGFiZWxzGAMgAygLMiAubWVzaC52MS5Ub29sUGluLlBlZXJMYWJlbHNFbnRyeRoxCg9QZWVyTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKBAQoMUG9saWN5Q29uZmlnEiIKBXJvbGVzGAEgAygLMhMubWVzaC52MS5Qb2xpY3lSb2xlEigKCGJpbmRpbmdzGAIgAygLMhYubWVzaC52MS5Qb2xpY3lCaW5kaW5nEiMKCXRvb2xfcGlucxgDIAMoCzIQLm1lc2gudjEuVG9vbFBpbiKOAQoZUG9saWN5Q29uZmlnVXBkYXRlUmVxdWVzdBIiCgVyb2xlcxgBIAMoCzITLm1lc2gudjEuUG9saWN5Um9sZRIoCghiaW5kaW5ncxgCIAMoCzIWLm1lc2gudjEuUG9saWN5QmluZGluZxIjCgl0b29sX3BpbnMYAyADKAsyEC5tZXNoLnYxLlRvb2xQaW4iPAoaUG9saWN5Q29uZmlnVXBkYXRlUmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBINCgVlcnJvchgCIAEoCSKZAQoXUG9saWN5Q29uZmlnR2V0UmVzcG9uc2USFQoNZGF0YWxvZ19ydWxlcxgBIAMoCRIlCgZwb2xpY3kYAiABKAsyFS5tZXNoLnYxLlBvbGljeUNvbmZpZxIPCgd2ZXJzaW9uGAMgASgDEi8KC3VwZGF0ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJUCgtTZXJ2aWNlSW5mbxIiCgR0eXBlGAEgASgOMhQubWVzaC52MS5TZXJ2aWNlVHlwZRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJIjsKEU5vZGVDYXRhbG9nUmVwb3J0EiYKCHNlcnZpY2VzGAEgAygLMhQubWVzaC52MS5TZXJ2aWNlSW5mbyK0AgoPU2VydmljZUFubm91bmNlEg8KB3BlZXJfaWQYASABKAkSIgoEdHlwZRgCIAEoDjIULm1lc2gudjEuU2VydmljZVR5cGUSFAoMc2VydmljZV9uYW1lGAMgASgJEgwKBGtleXMYBCADKAkSNAoGbGFiZWxzGAUgAygLMiQubWVzaC52MS5TZXJ2aWNlQW5ub3VuY2UuTGFiZWxzRW50cnkSFwoPYWN0aXZlX3JlcXVlc3RzGAYgASgNEhcKD2xhdGVuY3lfZXdtYV9tcxgHIAEoARIxCg1hbm5vdW5jZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkIKDkNhdGFsb2dSZXF1ZXN0EiIKBHR5cGUYASABKA4yFC5tZXNoLnYxLlNlcnZpY2VUeXBlEgwKBG5hbWUYAiABKAkiSAoPQ2F0YWxvZ1Jlc3BvbnNlEiYKCHNlcnZpY2VzGAEgAygLMhQubWVzaC52MS5TZXJ2aWNlSW5mbxINCgVlcnJvchgCIAEoCSLkAQoYSWRlbnRpdHlFdmlkZW5jZVJlc3BvbnNlEg8KB3BlZXJfaWQYASABKAkSDwoHYmlzY3VpdBgCIAEoDBI3ChNiaXNjdWl0X2V4cGlyZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFjb250cm9sX3BsYW5lX3VybBgEIAEoCRIiChp0cnVzdGVkX2NvbnRyb2xfcGxhbmVfa2V5cxgFIAMoDBIuCgpjaGVja190aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLBAgoUUGVlckV2aWRlbmNlUmVzcG9uc2USDwoHcGVlcl9pZBgBIAEoCRIPCgdiaXNjdWl0GAIgASgMEhUKDXZlcmlmeWluZ19rZXkYAyABKAwSDQoFcm9sZXMYBCADKAkSOQoGbGFiZWxzGAUgAygLMikubWVzaC52MS5QZWVyRXZpZGVuY2VSZXNwb25zZS5MYWJlbHNFbnRyeRIvCgtleHBpcmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOcmV2b2NhdGlvbl9pZHMYByADKAkSLgoKY2hlY2tfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASqUAQoQRW5yb2xsbWVudFN0YXR1cxIhCh1FTlJPTExNRU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEh0KGUVOUk9MTE1FTlRfU1RBVFVTX1BFTkRJTkcQARIeChpFTlJPTExNRU5UX1NUQVRVU19BUFBST1ZFRBACEh4KGkVOUk9MTE1FTlRfU1RBVFVTX1JFSkVDVEVEEAMqjAEKC1NlcnZpY2VUeXBlEhwKGFNFUlZJQ0VfVFlQRV9VTlNQRUNJRklFRBAAEhQKEFNFUlZJQ0VfVFlQRV9NQ1AQARIaChZTRVJWSUNFX1RZUEVfSU5GRVJFTkNFEAISFAoQU0VSVklDRV9UWVBFX0EyQRADEhcKE1NFUlZJQ0VfVFlQRV9FR1JFU1MQBGIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * AuthFrame is what the dialing peer sends first: its credential.
@@ -635,6 +635,36 @@ export const PolicyBindingSchema: GenMessage<PolicyBinding> = /*@__PURE__*/
   messageDesc(file_mesh, 14);
 
 /**
+ * ToolPin approves one definition of a tool: the fingerprint of `mcp://<service>/<tool>` as `mesh-node tools
+ * fingerprint` prints it. With `peer_labels`, it applies to providers attesting all of them; without, to any provider.
+ *
+ * @generated from message mesh.v1.ToolPin
+ */
+export type ToolPin = Message<"mesh.v1.ToolPin"> & {
+  /**
+   * @generated from field: string tool = 1;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string fingerprint = 2;
+   */
+  fingerprint: string;
+
+  /**
+   * @generated from field: map<string, string> peer_labels = 3;
+   */
+  peerLabels: { [key: string]: string };
+};
+
+/**
+ * Describes the message mesh.v1.ToolPin.
+ * Use `create(ToolPinSchema)` to create a new message.
+ */
+export const ToolPinSchema: GenMessage<ToolPin> = /*@__PURE__*/
+  messageDesc(file_mesh, 15);
+
+/**
  * @generated from message mesh.v1.PolicyConfig
  */
 export type PolicyConfig = Message<"mesh.v1.PolicyConfig"> & {
@@ -647,6 +677,11 @@ export type PolicyConfig = Message<"mesh.v1.PolicyConfig"> & {
    * @generated from field: repeated mesh.v1.PolicyBinding bindings = 2;
    */
   bindings: PolicyBinding[];
+
+  /**
+   * @generated from field: repeated mesh.v1.ToolPin tool_pins = 3;
+   */
+  toolPins: ToolPin[];
 };
 
 /**
@@ -654,7 +689,7 @@ export type PolicyConfig = Message<"mesh.v1.PolicyConfig"> & {
  * Use `create(PolicyConfigSchema)` to create a new message.
  */
 export const PolicyConfigSchema: GenMessage<PolicyConfig> = /*@__PURE__*/
-  messageDesc(file_mesh, 15);
+  messageDesc(file_mesh, 16);
 
 /**
  * PolicyConfigUpdateRequest replaces the mesh policy as a whole (POST or PUT /policies).
@@ -671,6 +706,11 @@ export type PolicyConfigUpdateRequest = Message<"mesh.v1.PolicyConfigUpdateReque
    * @generated from field: repeated mesh.v1.PolicyBinding bindings = 2;
    */
   bindings: PolicyBinding[];
+
+  /**
+   * @generated from field: repeated mesh.v1.ToolPin tool_pins = 3;
+   */
+  toolPins: ToolPin[];
 };
 
 /**
@@ -678,7 +718,7 @@ export type PolicyConfigUpdateRequest = Message<"mesh.v1.PolicyConfigUpdateReque
  * Use `create(PolicyConfigUpdateRequestSchema)` to create a new message.
  */
 export const PolicyConfigUpdateRequestSchema: GenMessage<PolicyConfigUpdateRequest> = /*@__PURE__*/
-  messageDesc(file_mesh, 16);
+  messageDesc(file_mesh, 17);
 
 /**
  * @generated from message mesh.v1.PolicyConfigUpdateResponse
@@ -700,7 +740,7 @@ export type PolicyConfigUpdateResponse = Message<"mesh.v1.PolicyConfigUpdateResp
  * Use `create(PolicyConfigUpdateResponseSchema)` to create a new message.
  */
 export const PolicyConfigUpdateResponseSchema: GenMessage<PolicyConfigUpdateResponse> = /*@__PURE__*/
-  messageDesc(file_mesh, 17);
+  messageDesc(file_mesh, 18);
 
 /**
  * PolicyConfigGetResponse is GET /policies: the policy as Datalog rules, and as the document itself.
@@ -734,7 +774,7 @@ export type PolicyConfigGetResponse = Message<"mesh.v1.PolicyConfigGetResponse">
  * Use `create(PolicyConfigGetResponseSchema)` to create a new message.
  */
 export const PolicyConfigGetResponseSchema: GenMessage<PolicyConfigGetResponse> = /*@__PURE__*/
-  messageDesc(file_mesh, 18);
+  messageDesc(file_mesh, 19);
 
 /**
  * @generated from message mesh.v1.ServiceInfo
@@ -761,7 +801,7 @@ export type ServiceInfo = Message<"mesh.v1.ServiceInfo"> & {
  * Use `create(ServiceInfoSchema)` to create a new message.
  */
 export const ServiceInfoSchema: GenMessage<ServiceInfo> = /*@__PURE__*/
-  messageDesc(file_mesh, 19);
+  messageDesc(file_mesh, 20);
 
 /**
  * NodeCatalogReport is POST /nodes/catalog: display only, never used for authorization.
@@ -780,7 +820,7 @@ export type NodeCatalogReport = Message<"mesh.v1.NodeCatalogReport"> & {
  * Use `create(NodeCatalogReportSchema)` to create a new message.
  */
 export const NodeCatalogReportSchema: GenMessage<NodeCatalogReport> = /*@__PURE__*/
-  messageDesc(file_mesh, 20);
+  messageDesc(file_mesh, 21);
 
 /**
  * ServiceAnnounce is gossiped by providers as a discovery hint (never authorization).
@@ -834,7 +874,7 @@ export type ServiceAnnounce = Message<"mesh.v1.ServiceAnnounce"> & {
  * Use `create(ServiceAnnounceSchema)` to create a new message.
  */
 export const ServiceAnnounceSchema: GenMessage<ServiceAnnounce> = /*@__PURE__*/
-  messageDesc(file_mesh, 21);
+  messageDesc(file_mesh, 22);
 
 /**
  * CatalogRequest asks a provider for the services it publishes, on the stream protocol /mesh/catalog/1.0.0
@@ -859,7 +899,7 @@ export type CatalogRequest = Message<"mesh.v1.CatalogRequest"> & {
  * Use `create(CatalogRequestSchema)` to create a new message.
  */
 export const CatalogRequestSchema: GenMessage<CatalogRequest> = /*@__PURE__*/
-  messageDesc(file_mesh, 22);
+  messageDesc(file_mesh, 23);
 
 /**
  * CatalogResponse lists the provider's published services that match the request. The provider's labels are not
@@ -884,7 +924,7 @@ export type CatalogResponse = Message<"mesh.v1.CatalogResponse"> & {
  * Use `create(CatalogResponseSchema)` to create a new message.
  */
 export const CatalogResponseSchema: GenMessage<CatalogResponse> = /*@__PURE__*/
-  messageDesc(file_mesh, 23);
+  messageDesc(file_mesh, 24);
 
 /**
  * @generated from message mesh.v1.IdentityEvidenceResponse
@@ -928,7 +968,7 @@ export type IdentityEvidenceResponse = Message<"mesh.v1.IdentityEvidenceResponse
  * Use `create(IdentityEvidenceResponseSchema)` to create a new message.
  */
 export const IdentityEvidenceResponseSchema: GenMessage<IdentityEvidenceResponse> = /*@__PURE__*/
-  messageDesc(file_mesh, 24);
+  messageDesc(file_mesh, 25);
 
 /**
  * @generated from message mesh.v1.PeerEvidenceResponse
@@ -982,7 +1022,7 @@ export type PeerEvidenceResponse = Message<"mesh.v1.PeerEvidenceResponse"> & {
  * Use `create(PeerEvidenceResponseSchema)` to create a new message.
  */
 export const PeerEvidenceResponseSchema: GenMessage<PeerEvidenceResponse> = /*@__PURE__*/
-  messageDesc(file_mesh, 25);
+  messageDesc(file_mesh, 26);
 
 /**
  * @generated from enum mesh.v1.EnrollmentStatus

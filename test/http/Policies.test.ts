@@ -143,4 +143,52 @@ describeDatabases("mesh policy", (db) => {
       expect(asNode.status).toBe(401)
     }),
   )
+
+  it.scoped("carries tool pins: stored, read back by a node with its credential, a bad one refused with its path", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(T0)
+      const cp = yield* Harness.make({ database: yield* db.fresh })
+      const fingerprint = `sha256:${"ab".repeat(32)}`
+      const pinned = {
+        ...good,
+        tool_pins: [
+          { tool: "mcp://demo/word_count", fingerprint },
+          { tool: "mcp://demo/word_count", fingerprint: `sha256:${"cd".repeat(32)}`, peer_labels: { zone: "eu" } },
+        ],
+      }
+      const posted = yield* admin(cp, "POST", "/policies", pinned)
+      expect([posted.status, posted.json]).toEqual([200, { success: true }])
+
+      const node = yield* enrollDirectly(cp)
+      const read = yield* MeshClient.request(`${cp.url}/policies`, {
+        headers: { authorization: `Bearer ${Biscuit.toText(node.credential)}` },
+      })
+      const pins = fromBinary(PolicyConfigGetResponseSchema, read.body).policy?.toolPins ?? []
+      expect(pins.map((p) => [p.tool, p.fingerprint, { ...p.peerLabels }])).toEqual([
+        ["mcp://demo/word_count", fingerprint, {}],
+        ["mcp://demo/word_count", `sha256:${"cd".repeat(32)}`, { zone: "eu" }],
+      ])
+
+      const refusals = [
+        [{ tool: "demo/word_count", fingerprint }, "tool_pins[0].tool"],
+        [{ tool: "mcp://demo/word_count", fingerprint: "sha256:AB" }, "tool_pins[0].fingerprint"],
+        [{ tool: "mcp://demo/x", fingerprint, peer_labels: { "bad key": "v" } }, "tool_pins[0].peer_labels"],
+      ] as const
+      for (const [pin, path] of refusals) {
+        const answer = yield* admin(cp, "PUT", "/policies", { ...good, tool_pins: [pin] })
+        expect(answer.status).toBe(400)
+        expect((answer.json as { message: string }).message).toContain(path)
+      }
+      const twice = yield* admin(cp, "PUT", "/policies", {
+        ...good,
+        tool_pins: [pinned.tool_pins[0], pinned.tool_pins[0]],
+      })
+      expect((twice.json as { message: string }).message).toContain("listed twice")
+      // Nothing refused replaced the policy.
+      const after = yield* MeshClient.request(`${cp.url}/policies`, {
+        headers: { authorization: `Bearer ${cp.adminToken}` },
+      })
+      expect(fromBinary(PolicyConfigGetResponseSchema, after.body).policy?.toolPins).toHaveLength(2)
+    }),
+  )
 })

@@ -31,7 +31,7 @@ export const decodeUpdate = (body: Uint8Array, json: boolean) =>
       }
       const message = fromBinary(PolicyConfigUpdateRequestSchema, body)
       // protobuf-es keeps unknown fields aside on every message; any of them, at any depth, is a refusal.
-      const parts = [message, ...message.roles, ...message.bindings]
+      const parts = [message, ...message.roles, ...message.bindings, ...message.toolPins]
       if (parts.some((part) => (part.$unknown?.length ?? 0) > 0)) throw new Error("unknown field")
       return message
     },
@@ -54,6 +54,11 @@ export const toDocument = (message: PolicyConfigUpdateRequest | PolicyConfig): P
     allowedLabels: [...r.allowedLabels],
   })),
   bindings: message.bindings.map((b) => ({ role: b.role, members: [...b.members] })),
+  toolPins: message.toolPins.map((p) => ({
+    tool: p.tool,
+    fingerprint: p.fingerprint,
+    peerLabels: { ...p.peerLabels },
+  })),
 })
 
 export const fromDocument = (doc: PolicyRules.Document): PolicyConfig =>
@@ -65,6 +70,7 @@ export const fromDocument = (doc: PolicyRules.Document): PolicyConfig =>
       allowedLabels: [...r.allowedLabels],
     })),
     bindings: doc.bindings.map((b) => ({ role: b.role, members: [...b.members] })),
+    toolPins: (doc.toolPins ?? []).map((p) => ({ ...p, peerLabels: { ...p.peerLabels } })),
   })
 
 const respond = (json: boolean, body: Uint8Array | string) =>

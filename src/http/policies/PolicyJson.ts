@@ -23,10 +23,23 @@ export const PolicyBindingJson = Schema.Struct({
   }),
 })
 
+export const ToolPinJson = Schema.Struct({
+  tool: Schema.String.annotations({ description: "`mcp://<service>/<tool>`" }),
+  fingerprint: Schema.String.annotations({
+    description: "`sha256:<hex>` of the approved definition, as `mesh-node tools fingerprint` prints it",
+  }),
+  peerLabels: Schema.optional(
+    Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
+      description: "the pin applies to providers attesting every pair; absent: to any provider",
+    }),
+  ),
+})
+
 /** The body of `POST`/`PUT /policies` in JSON: replaces the whole policy. Unknown fields are refused. */
 export const PolicyUpdateJson = Schema.Struct({
   roles: Schema.optional(Schema.Array(PolicyRoleJson)),
   bindings: Schema.optional(Schema.Array(PolicyBindingJson)),
+  toolPins: Schema.optional(Schema.Array(ToolPinJson)),
 }).annotations({ description: "PolicyConfigUpdateRequest as protojson; unknown fields are refused" })
 export type PolicyUpdateJson = typeof PolicyUpdateJson.Type
 

@@ -16,9 +16,16 @@ const Role = Schema.Struct({
   allowedServices: Schema.Array(Schema.String),
   allowedLabels: Schema.Array(Schema.String),
 })
+const ToolPin = Schema.Struct({
+  tool: Schema.String,
+  fingerprint: Schema.String,
+  peerLabels: Schema.Record({ key: Schema.String, value: Schema.String }),
+})
 const Document = Schema.Struct({
   roles: Schema.Array(Role),
   bindings: Schema.Array(Schema.Struct({ role: Schema.String, members: Schema.Array(Schema.String) })),
+  // Absent from a row written before tool pins existed.
+  toolPins: Schema.optionalWith(Schema.Array(ToolPin), { default: () => [] }),
 })
 const PolicyRow = Schema.Struct({
   document: Schema.parseJson(Document),
@@ -55,7 +62,7 @@ export const layer = Layer.effect(
           onRight: Effect.succeed,
         })
         const now = yield* Clock.currentTimeMillis
-        const json = JSON.stringify(Schema.encodeSync(Document)(valid))
+        const json = JSON.stringify(Schema.encodeSync(Document)({ ...valid, toolPins: valid.toolPins ?? [] }))
         const [row] = yield* sql<{ version: number }>`INSERT INTO policy (id, document, version, updated_at)
           VALUES (1, ${json}, 1, ${now})
           ON CONFLICT (id) DO UPDATE SET document = excluded.document, version = policy.version + 1,
