@@ -9,6 +9,7 @@ import * as AgentScope from "./AgentScope.js"
 import * as GoDuration from "./GoDuration.js"
 import * as Labels from "./Labels.js"
 import { SERVICE_TYPES } from "./ServiceType.js"
+import * as ToolPinning from "./ToolPinningMode.js"
 
 /** Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`). */
 const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
@@ -79,6 +80,9 @@ const ServiceEntry = Schema.Struct({
   }),
 )
 
+/** What a changed tool definition does (domain/ToolPinning): `enforce`, `warn` or `off`. */
+const ToolPinningMode = Schema.Literal(...ToolPinning.MODES)
+
 /** `mcp://<service>` or `mcp://<service>/<tool>`: remote tools this node's `/mcp` lists as its own. */
 const FederatePattern = Schema.String.pipe(
   Schema.filter((text) => {
@@ -99,6 +103,8 @@ const FederateEntry = Schema.Union(
     tools: FederatePattern,
     /** Only peers whose credential attests every pair. */
     peer_labels: Schema.optionalWith(LabelMap, { default: () => ({}) }),
+    /** Overrides the node's `tool_pinning` for this service's tools. */
+    tool_pinning: Schema.optional(ToolPinningMode),
   }),
 )
 /**
@@ -133,6 +139,8 @@ export const NodeFileSchema = Schema.Struct({
   /** Remote MCP tools listed on this node's `/mcp` beside its own (none unless asked: federation is opt-in). */
   federate: Schema.optional(Schema.Array(FederateEntry)),
   agents: Schema.optional(Schema.Array(AgentEntry).pipe(Schema.maxItems(256))),
+  /** For every service whose `federate:` entry says nothing: enforce (the default), warn or off. */
+  tool_pinning: Schema.optional(ToolPinningMode),
   /** The most bytes read from a peer per response; the `--max-response-bytes` flag overrides it. */
   max_response_bytes: Schema.optional(
     Schema.Number.annotations({ message: () => RESPONSE_BYTES_MESSAGE }).pipe(

@@ -1,0 +1,117 @@
+/**
+ * ToolPinning over the node's policy copy (PolicyView), its first-use pins (FirstUsePins) and its configuration
+ * (`tool_pinning` of the node and of each `federate:` entry). A changed definition is logged and counted once per
+ * (peer, tool, fingerprint) — never with its text, which is the peer's and may be hostile — and judged again on every
+ * listing, so an approval in the policy applies at the next one.
+ */
+import { Clock, Effect, Layer, Option, Ref, SynchronizedRef } from "effect"
+import { NodeConfig } from "../../config/NodeConfig.js"
+import * as ToolFingerprint from "../../domain/ToolFingerprint.js"
+import * as ToolName from "../../domain/ToolName.js"
+import * as ToolPinningRules from "../../domain/ToolPinning.js"
+import { PolicyView } from "../../services/node/PolicyView.js"
+import { Metrics } from "../../services/operations/Metrics.js"
+import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
+import * as FirstUsePins from "./FirstUsePins.js"
+
+/** Drift already reported; forgotten whole past this many, so a flood of definitions cannot grow it. */
+const MAX_REPORTED = 10_000
+
+export const layer = Layer.effect(
+  ToolPinning,
+  Effect.gen(function* () {
+    const settings = yield* NodeConfig
+    const policy = yield* PolicyView
+    const metrics = yield* Metrics
+    const drift = metrics.counter(
+      "mesh_node_tool_drift_total",
+      "Tool definitions from peers that differ from the pinned one, by what they were held against (policy, first_use) and the mode (enforce, warn).",
+    )
+    const pins = yield* SynchronizedRef.make(yield* FirstUsePins.load(settings.dataDir))
+    const reported = yield* Ref.make<ReadonlySet<string>>(new Set())
+
+    const nodeMode = settings.file.tool_pinning ?? ToolPinningRules.DEFAULT_MODE
+    const modes = new Map<string, ToolPinningRules.Mode>()
+    for (const entry of settings.file.federate ?? []) {
+      if (typeof entry === "string" || entry.tool_pinning === undefined) continue
+      const service = entry.tools.slice(ToolName.SCHEME.length).split("/")[0] ?? ""
+      modes.set(service, entry.tool_pinning)
+    }
+    const modeOf = (service: string): ToolPinningRules.Mode => modes.get(service) ?? nodeMode
+
+    /** This node's first-use pin of `tool`, taking it now when there is none. */
+    const firstUse = (
+      tool: string,
+      fingerprint: ToolFingerprint.Fingerprint,
+      peer: string,
+      mode: ToolPinningRules.Mode,
+    ) =>
+      SynchronizedRef.modifyEffect(pins, (held) => {
+        const found = held.get(tool)
+        if (found !== undefined || mode === "off") return Effect.succeed([found?.fingerprint, held] as const)
+        if (held.size >= FirstUsePins.MAX_PINS) {
+          return Effect.as(Effect.logWarning("tool pins full; no first-use pin taken"), [undefined, held] as const)
+        }
+        return Effect.gen(function* () {
+          const next = new Map(held)
+          next.set(tool, { fingerprint, peer, at: yield* Clock.currentTimeMillis })
+          yield* FirstUsePins.save(settings.dataDir, next)
+          return [fingerprint, next] as const
+        })
+      })
+
+    const noteDrift = (
+      key: string,
+      fields: Record<string, unknown>,
+      judgement: ToolPinningRules.Judgement,
+      mode: string,
+    ) =>
+      Effect.gen(function* () {
+        const isNew = yield* Ref.modify(reported, (seen) => {
+          if (seen.has(key)) return [false, seen] as const
+          const next = new Set(seen.size >= MAX_REPORTED ? [] : seen)
+          next.add(key)
+          return [true, next] as const
+        })
+        if (!isNew) return
+        drift.inc({ against: judgement.against ?? "policy", mode })
+        yield* Effect.logWarning("tool definition changed").pipe(
+          Effect.annotateLogs({
+            ...fields,
+            fingerprint: judgement.fingerprint,
+            expected: judgement.expected.join(","),
+          }),
+        )
+      })
+
+    return ToolPinning.of({
+      modeOf,
+      judge: (provided, override) =>
+        Effect.gen(function* () {
+          const mode = override ?? modeOf(provided.service)
+          const name = typeof provided.definition.name === "string" ? provided.definition.name : ""
+          const tool = ToolName.format({ service: provided.service, tool: name })
+          const fingerprint = ToolFingerprint.fingerprint(provided.definition)
+          const snapshot = yield* policy.current
+          const policyPins = Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] })
+          const judgement = ToolPinningRules.judge({
+            mode,
+            policyPins,
+            firstUse: yield* firstUse(tool, fingerprint, provided.peerId, mode),
+            tool,
+            fingerprint,
+            labels: provided.labels,
+          })
+          if (judgement.pin === "changed") {
+            yield* noteDrift(
+              `${provided.peerId}|${tool}|${fingerprint}`,
+              { peer: provided.peerId, tool, against: judgement.against, mode },
+              judgement,
+              mode,
+            )
+          }
+          return judgement
+        }),
+    })
+  }),
+)
