@@ -269,16 +269,25 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       )
     }
 
-    const dial = (address: string, dialOptions?: { readonly requireRole?: string }) =>
+    const dial = (address: string, dialOptions?: { readonly requireRole?: string; readonly anonymousAs?: string }) =>
       Effect.gen(function* () {
         const fail = (reason: string) => Effect.fail(new MeshDialError({ address, reason }))
-        const target = yield* Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
+        const expected = dialOptions?.anonymousAs
+        // A direct attempt of the dial plan names no peer to libp2p: libp2p joins every dial to a peer it is already
+        // dialling, so a relayed attempt would otherwise wait behind a private address that drops packets until that
+        // address's timeout. The peer the noise handshake proved is checked here instead.
+        const named = expected === undefined ? address : address.replace(new RegExp(`/p2p/${expected}$`), "")
+        const target = yield* Effect.try({ try: () => multiaddr(named), catch: () => "not a multiaddr" }).pipe(
           Effect.catchAll(fail),
         )
         const connection = yield* Effect.tryPromise({
           try: (signal) => libp2p.dial(target, { signal }),
           catch: describe,
         }).pipe(Effect.catchAll(fail))
+        if (expected !== undefined && connection.remotePeer.toString() !== expected) {
+          yield* Effect.promise(() => connection.close().catch(() => undefined))
+          return yield* fail("another peer answered at that address")
+        }
         const tracked = admissions.track(connection)
         const outcome = yield* Deferred.await(tracked.outcome).pipe(
           Effect.timeoutFail({
@@ -344,7 +353,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
             Effect.forEach(failed.slice(0, i), Deferred.await, { discard: true }),
           ).pipe(
             Effect.zipRight(
-              dial(attempt.address).pipe(
+              dial(attempt.address, attempt.relayed ? {} : { anonymousAs: peer }).pipe(
                 Effect.timeoutFail({
                   duration: attempt.timeout,
                   onTimeout: () => new MeshDialError({ address: attempt.address, reason: "timed out" }),
