@@ -1,17 +1,24 @@
 /**
- * `npm run scale [-- --nodes N] [-- --out file]`: a control plane, 2 routers and N nodes (default 24), each node a
- * process of the built programs publishing one model service, measured as an operator would: time until all are
+ * `npm run scale [-- --nodes N] [-- --out file] [-- --nat cone|symmetric|mixed --homes H]`: a control plane,
+ * 2 routers and N nodes (default 24), each node a process of the built programs publishing one model service, measured as an operator would: time until all are
  * members, discovery latency, recovery after router kills, ban propagation, calls per second across random pairs,
  * idle weight per node and per router peer, and control-plane requests per node at rest. Prints a table and writes
  * JSON. Not part of `npm test`: it takes minutes and the whole machine. Random choices use a fixed seed.
+ *
+ * With `--nat`, the mesh runs in the NAT lab (test/scale/NatLab.ts, root only): the control plane and the routers on
+ * its public segment, the nodes spread over H homes (default 3) behind NATs of that kind (`mixed`: cone and
+ * symmetric in turn), each home with its own model backend; everything between nodes of different homes then runs
+ * through a router's relay unless a direct path is made.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { Duration, Effect } from "effect"
 import * as DemoInference from "../../src/demo/DemoInference.js"
+import { demoServers } from "../../test/scale/DemoProcess.js"
 import * as DhtProbe from "../../test/scale/DhtProbe.js"
 import * as Local from "../../test/scale/LocalApi.js"
+import * as NatLab from "../../test/scale/NatLab.js"
 import { admin, poll } from "../../test/scale/Requests.js"
 import * as Topology from "../../test/scale/Topology.js"
 import * as Proc from "./proc.js"
@@ -23,7 +30,13 @@ const flag = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined
 }
 const NODES = Number(flag("nodes") ?? 24)
-const OUT = flag("out") ?? join(import.meta.dirname, "..", "results", "scale.json")
+const NAT = flag("nat")
+if (NAT !== undefined && !["cone", "symmetric", "mixed"].includes(NAT)) {
+  throw new Error("--nat is cone, symmetric or mixed")
+}
+const HOMES = Number(flag("homes") ?? 3)
+const OUT =
+  flag("out") ?? join(import.meta.dirname, "..", "results", NAT === undefined ? "scale.json" : `scale-nat-${NAT}.json`)
 const SYNC = "10s"
 const KILLS = 5
 const BANS = 5
@@ -76,29 +89,58 @@ const program = Effect.gen(function* () {
     (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true })),
   )
   const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
-  yield* log(`scale: control plane, 2 routers, ${NODES} nodes (built programs), sync every ${SYNC}`)
-  const cp = yield* Topology.controlPlane({ folder, syncInterval: SYNC })
-  const routers = yield* Effect.all(
-    [
-      Topology.router(cp, folder, "router-1", { syncInterval: SYNC }),
-      Topology.router(cp, folder, "router-2", { syncInterval: SYNC }),
-    ],
-    { concurrency: "unbounded" },
-  )
+  const where =
+    NAT === undefined ? "" : `, behind ${HOMES} ${NAT === "mixed" ? "cone and symmetric" : NAT} NATs (the NAT lab)`
+  yield* log(`scale: control plane, 2 routers, ${NODES} nodes (built programs)${where}, sync every ${SYNC}`)
+  const lab =
+    NAT === undefined
+      ? undefined
+      : yield* NatLab.make(
+          Array.from(
+            { length: HOMES },
+            (_, i): NatLab.NatKind =>
+              NAT === "mixed" ? (i % 2 === 0 ? "cone" : "symmetric") : (NAT as NatLab.NatKind),
+          ),
+        )
+  const { cp, routers } =
+    lab === undefined
+      ? yield* Effect.gen(function* () {
+          const cp = yield* Topology.controlPlane({ folder, syncInterval: SYNC })
+          const routers = yield* Effect.all(
+            [
+              Topology.router(cp, folder, "router-1", { syncInterval: SYNC }),
+              Topology.router(cp, folder, "router-2", { syncInterval: SYNC }),
+            ],
+            { concurrency: "unbounded" },
+          )
+          return { cp, routers }
+        })
+      : yield* NatLab.publicMesh(lab, folder, { syncInterval: SYNC })
   // V8 gives back the heap grown while loading only after a while: the base is read once the routers settled.
   yield* Effect.sleep(Duration.seconds(30))
   const routerBase = yield* Effect.forEach(routers, (r) => Effect.flatMap(r.pid, (pid) => Proc.rssMiB(pid)))
-  const backend = yield* DemoInference.make(0)
+  // One model backend where the nodes can reach it: this process's loopback, or each home.
+  const backends =
+    lab === undefined
+      ? [yield* DemoInference.make(0)]
+      : yield* Effect.forEach(lab.homes, (home) => Effect.map(demoServers(home.prefix), (urls) => urls.inference))
+  const homeOf = (i: number) => (lab === undefined ? undefined : lab.homes[i % lab.homes.length])
+  const backendOf = (i: number) => backends[i % backends.length] as string
 
   // 1. Until every node is a member.
   const joinStarted = Date.now()
   const nodes = yield* Effect.forEach(
     Array.from({ length: NODES }, (_, i) => i),
-    (i) =>
-      Topology.node(cp, folder, `node-${i}`, {
+    (i) => {
+      const options = {
         syncInterval: SYNC,
-        config: `services:\n  - { name: ${serviceName(i)}, type: inference, target_url: '${backend}' }\n`,
-      }),
+        config: `services:\n  - { name: ${serviceName(i)}, type: inference, target_url: '${backendOf(i)}' }\n`,
+      }
+      const home = homeOf(i)
+      return home === undefined
+        ? Topology.node(cp, folder, `node-${i}`, options)
+        : NatLab.member(cp, folder, home, `node-${i}`, options)
+    },
     { concurrency: "unbounded" },
   )
   const ids = yield* Effect.forEach(nodes, (node) => Topology.peerIdOf(node, Duration.minutes(5)), {
@@ -384,7 +426,7 @@ const program = Effect.gen(function* () {
   }
 
   const rows: Array<readonly [string, string, string]> = [
-    ["nodes / routers", `${NODES} / ${routers.length}`, ""],
+    ["nodes / routers", `${NODES} / ${routers.length}${where}`, ""],
     ["all members", `${seconds(allMembersMs)} s`, "≤ 60 s"],
     ["every service discoverable", `${seconds(settledMs)} s`, ""],
     [
@@ -477,6 +519,7 @@ const program = Effect.gen(function* () {
       {
         nodes: NODES,
         routers: routers.length,
+        ...(NAT === undefined ? {} : { nat: NAT, homes: HOMES }),
         syncInterval: SYNC,
         allMembersMs,
         settledMs,

@@ -58,6 +58,8 @@ export interface NodeSettings {
   readonly maxResponseBytes: Option.Option<number>
   /** How long an inference provider may take to send its response head before the next one is tried. */
   readonly inferenceHeadersTimeout: Duration.Duration
+  /** Relay slots held at once, one per connected router, the first listed first; 0: none (reachable directly only). */
+  readonly relaySlots: number
 }
 
 export class NodeConfig extends Context.Tag("mesh/NodeConfig")<NodeConfig, NodeSettings>() {}
@@ -78,6 +80,8 @@ export const defaults = {
   /** Bytes read from a peer per response (its head included) before the exchange is reset. */
   maxResponseBytes: 16 * 1024 * 1024,
   inferenceHeadersTimeout: "30s",
+  /** A slot on every router of a usual mesh (two to four), so losing one router leaves the node reachable. */
+  relaySlots: 4,
 } as const
 
 /**
@@ -115,5 +119,6 @@ export const make = (overrides: Partial<NodeSettings> & Pick<NodeSettings, "data
   ingress: defaultIngress,
   maxResponseBytes: Option.none(),
   inferenceHeadersTimeout: Duration.seconds(30),
+  relaySlots: defaults.relaySlots,
   ...overrides,
 })

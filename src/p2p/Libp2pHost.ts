@@ -14,6 +14,7 @@ import { type Ping, ping } from "@libp2p/ping"
 import { tcp } from "@libp2p/tcp"
 import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
+import * as DialPolicy from "./DialPolicy.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
 import * as LengthPrefixed from "./LengthPrefixed.js"
@@ -38,12 +39,29 @@ const RELAY_DATA_LIMIT = 1n << 30n
 /** A router holds a slot for every node behind NAT; libp2p's default of 15 suits a public volunteer relay. */
 const RELAY_MAX_RESERVATIONS = 4096
 /**
+ * A node asks for its relay slots on several routers at once (RouterLinks decides how many): libp2p's default of one
+ * at a time queued the second router's request behind the first, and a slow first one left the node with no second
+ * slot at all. A request gets as long as a relayed dial.
+ */
+const RELAY_CLIENT = {
+  reservationConcurrency: 4,
+  reservationCompletionTimeout: DialPolicy.LIBP2P_ADDRESS_DIAL_TIMEOUT_MS,
+}
+
+/** libp2p's own dials (relay reservations, the DHT, a dial by peer id) are bounded as the host's (DialPolicy.ts). */
+const DIAL_BOUNDS = {
+  dialTimeout: DialPolicy.LIBP2P_DIAL_TIMEOUT_MS,
+  addressDialTimeout: DialPolicy.LIBP2P_ADDRESS_DIAL_TIMEOUT_MS,
+}
+
+/**
  * A router is linked to every member. libp2p's defaults (300 connections; 5 new inbound connections a second per
  * address; 10 pending) would prune members past 300 and, after a restart, turn away all but 5 of the members behind
  * one address (a NAT, or one test host) each second, each then waiting out its backoff. Unauthenticated connections
  * are still cut off by the handshake deadline.
  */
 const ROUTER_CONNECTIONS = {
+  ...DIAL_BOUNDS,
   maxConnections: 16_384,
   inboundConnectionThreshold: 200,
   maxIncomingPendingConnections: 256,
@@ -109,11 +127,11 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       listen: [...config.listen],
       ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
     },
-    transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
+    transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport(RELAY_CLIENT)],
     connectionEncrypters: [noise({ crypto: NoiseCrypto.crypto })],
     streamMuxers: [muxer({}, { holdEchoFor: config.optimisticProtocols ?? [] })],
     connectionGater: config.gater,
-    ...(router ? { connectionManager: ROUTER_CONNECTIONS } : {}),
+    connectionManager: router ? ROUTER_CONNECTIONS : DIAL_BOUNDS,
     services: {
       // Identify runs once the handshake admitted the peer (MeshHostLive), not on every connection: it would tell an
       // unauthenticated peer our addresses and protocols, and compete with the handshake for the first milliseconds.

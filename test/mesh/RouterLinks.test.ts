@@ -49,7 +49,7 @@ describe("RouterLinks", () => {
         routers: Effect.succeed([address(R1), address(R2)]),
         sync: Effect.void,
       } as unknown as Membership["Type"])
-      const layer = RouterLinksLive.layer({ relay: false }).pipe(
+      const layer = RouterLinksLive.layer({ relaySlots: 0 }).pipe(
         Layer.provide(Layer.mergeAll(Layer.succeed(MeshHost, host), Layer.succeed(Membership, membership))),
       )
       const ups = yield* Effect.gen(function* () {
@@ -79,7 +79,7 @@ describe("RouterLinks", () => {
         routers: Effect.succeed([]),
         sync: Deferred.succeed(synced, undefined),
       } as unknown as Membership["Type"])
-      const layer = RouterLinksLive.layer({ relay: true }).pipe(
+      const layer = RouterLinksLive.layer({ relaySlots: 4 }).pipe(
         Layer.provide(Layer.mergeAll(Layer.succeed(MeshHost, host), Layer.succeed(Membership, membership))),
       )
       const asked = yield* Effect.gen(function* () {

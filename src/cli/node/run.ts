@@ -82,6 +82,12 @@ const flags = {
     fallback: NodeConfig.defaults.peerIdleTimeout,
     description: "A peer's proxy stream with no bytes either way for this long is reset; 0: never.",
   }),
+  relaySlots: Flag.integer("relay-slots", {
+    env: "MESH_RELAY_SLOTS",
+    fallback: NodeConfig.defaults.relaySlots,
+    description:
+      "Relay slots held at once, one per connected router (the first listed first), so peers behind NAT reach this node through any of them; 0: none.",
+  }),
   peerMaxStreams: Flag.integer("peer-max-streams", {
     env: "MESH_PEER_MAX_STREAMS",
     fallback: NodeConfig.defaults.peerMaxStreams,
@@ -192,6 +198,7 @@ export const settingsFromFlags = (f: Flags) =>
       ? Option.some(yield* address("metrics-addr", f.metricsAddr.value))
       : Option.none()
     if (f.peerMaxStreams < 1) return yield* usage("--peer-max-streams must be at least 1")
+    if (f.relaySlots < 0) return yield* usage("--relay-slots must be 0 or more")
     if (Duration.toMillis(f.inferenceHeadersTimeout) <= 0) {
       return yield* usage("--inference-headers-timeout must be longer than 0")
     }
@@ -233,6 +240,7 @@ export const settingsFromFlags = (f: Flags) =>
       },
       maxResponseBytes,
       inferenceHeadersTimeout: f.inferenceHeadersTimeout,
+      relaySlots: f.relaySlots,
     })
   })
 

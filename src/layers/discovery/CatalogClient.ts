@@ -1,9 +1,10 @@
 /**
  * The asking side of `/mesh/catalog/1.0.0`: reach a provider (authenticating it first if this node has not yet),
- * ask which services it publishes, and return them with the labels its credential attests.
+ * ask which services it publishes, and return them with the labels its credential attests. Both go through the
+ * host's connect and openStream, so an authenticated connection already open (relayed included) is used before any
+ * dial, and a dial follows the host's one dial plan (DialPolicy.ts).
  */
-import { peerIdFromString } from "@libp2p/peer-id"
-import { Duration, Effect, Either, Exit, Option } from "effect"
+import { Duration, Effect, Either, Exit } from "effect"
 import { isServiceName } from "../../domain/NodeFile.js"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
 import type { ServiceType } from "../../domain/ServiceType.js"
@@ -22,15 +23,11 @@ export interface CatalogEntry {
   readonly description: string
 }
 
-/** The peer as authenticated on a connection we have, or by dialing it at the addresses the DHT gave. */
+/** The peer as authenticated on a connection we have, or by reaching it as the host reaches any peer. */
 export const reach = (host: MeshHostService, peerId: string): Effect.Effect<AuthenticatedPeer, string> =>
-  Effect.flatMap(host.peer(peerId), (known) =>
-    Option.isSome(known)
-      ? Effect.succeed(known.value)
-      : host.dial(`/p2p/${peerId}`).pipe(
-          Effect.mapError((error) => error.reason),
-          Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => "dial timed out" }),
-        ),
+  host.connect(peerId).pipe(
+    Effect.mapError((error) => error.reason),
+    Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => "no connection within 10s" }),
   )
 
 /** The provider's published services of `type` (and `name`, when given). */
@@ -41,14 +38,10 @@ export const ask = (
   name: string | undefined,
 ): Effect.Effect<ReadonlyArray<CatalogEntry>, string> =>
   Effect.acquireUseRelease(
-    Effect.tryPromise({
-      try: (signal) =>
-        host.libp2p.dialProtocol(peerIdFromString(peerId), CatalogProtocol.PROTOCOL, {
-          signal,
-          runOnLimitedConnection: true,
-        }),
-      catch: describe,
-    }),
+    host.openStream(peerId, CatalogProtocol.PROTOCOL).pipe(
+      Effect.map(({ stream }) => stream),
+      Effect.mapError((error) => error.reason),
+    ),
     (stream) =>
       Effect.gen(function* () {
         CatalogProtocol.writeFrame(

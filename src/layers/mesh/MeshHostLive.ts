@@ -25,6 +25,7 @@ import {
 import { ROUTER_ROLE } from "../../domain/Policy.js"
 import { Admissions } from "../../p2p/Admissions.js"
 import * as AuthProtocol from "../../p2p/AuthProtocol.js"
+import * as DialPolicy from "../../p2p/DialPolicy.js"
 import * as Gate from "../../p2p/Gate.js"
 import { gossipsOver, isGossipProtocol, RouterPeering, Topics } from "../../p2p/Gossip.js"
 import * as Handshake from "../../p2p/Handshake.js"
@@ -49,8 +50,8 @@ import { PROTOCOL as PROXY_PROTOCOL } from "../../services/proxy/PeerProxy.js"
 const GATE_WAIT = Handshake.LISTENER_DEADLINE
 /** Re-verification catches expiries even when the owner has no reason to call `reverify`. */
 const REVERIFY_EVERY = Duration.minutes(1)
-/** A known direct address gets this long before the relays are tried. */
-const DIRECT_DIAL_TIMEOUT = Duration.seconds(3)
+/** Peers whose last direct dial failure is remembered (the oldest is forgotten first). */
+const DIRECT_FAILURES_KEPT = 1024
 /** Gossip is lossy by nature: a subscriber that falls this far behind loses the newest messages, not memory. */
 const SUBSCRIBER_BUFFER = 1024
 
@@ -268,16 +269,25 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       )
     }
 
-    const dial = (address: string, dialOptions?: { readonly requireRole?: string }) =>
+    const dial = (address: string, dialOptions?: { readonly requireRole?: string; readonly anonymousAs?: string }) =>
       Effect.gen(function* () {
         const fail = (reason: string) => Effect.fail(new MeshDialError({ address, reason }))
-        const target = yield* Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(
+        const expected = dialOptions?.anonymousAs
+        // A direct attempt of the dial plan names no peer to libp2p: libp2p joins every dial to a peer it is already
+        // dialling, so a relayed attempt would otherwise wait behind a private address that drops packets until that
+        // address's timeout. The peer the noise handshake proved is checked here instead.
+        const named = expected === undefined ? address : address.replace(new RegExp(`/p2p/${expected}$`), "")
+        const target = yield* Effect.try({ try: () => multiaddr(named), catch: () => "not a multiaddr" }).pipe(
           Effect.catchAll(fail),
         )
         const connection = yield* Effect.tryPromise({
           try: (signal) => libp2p.dial(target, { signal }),
           catch: describe,
         }).pipe(Effect.catchAll(fail))
+        if (expected !== undefined && connection.remotePeer.toString() !== expected) {
+          yield* Effect.promise(() => connection.close().catch(() => undefined))
+          return yield* fail("another peer answered at that address")
+        }
         const tracked = admissions.track(connection)
         const outcome = yield* Deferred.await(tracked.outcome).pipe(
           Effect.timeoutFail({
@@ -313,27 +323,60 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return { direct, relays }
       })
 
-    /** One attempt to reach a peer that has no authenticated connection. */
+    /**
+     * One attempt to reach a peer that has no authenticated connection: the dial plan of DialPolicy, its attempts
+     * staggered and raced, the first to authenticate winning. A dial to an address that drops packets (another home's
+     * private address) holds up nothing: the next attempt starts after its stagger, the relays after their head start.
+     */
     const reach = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
       Effect.gen(function* () {
         const { direct, relays } = yield* candidates(peer)
-        if (direct.length + relays.length === 0) {
+        const attempts = DialPolicy.plan(direct, relays)
+        if (attempts.length === 0) {
           return yield* new MeshDialError({ address: peer, reason: "no known address and no router to relay through" })
         }
-        // One address after the other; the first that authenticates wins, else the last reason is reported.
-        const attempts = [
-          ...direct.map((address) =>
-            dial(address).pipe(
-              Effect.timeoutFail({
-                duration: DIRECT_DIAL_TIMEOUT,
-                onTimeout: () => new MeshDialError({ address, reason: "timed out" }),
-              }),
+        const failed = yield* Effect.forEach(attempts, () => Deferred.make<void>())
+        const remember = (attempt: DialPolicy.Attempt, reason: Option.Option<string>) =>
+          attempt.relayed
+            ? Effect.void
+            : Ref.update(directFailures, (map) => {
+                const next = new Map(map)
+                next.delete(peer)
+                if (Option.isSome(reason)) next.set(peer, `${attempt.address}: ${reason.value}`)
+                if (next.size > DIRECT_FAILURES_KEPT) next.delete(next.keys().next().value as string)
+                return next
+              })
+        const reasons = yield* Ref.make<ReadonlyArray<string>>([])
+        const run = (attempt: DialPolicy.Attempt, i: number) =>
+          Effect.raceFirst(
+            Effect.sleep(attempt.delay),
+            Effect.forEach(failed.slice(0, i), Deferred.await, { discard: true }),
+          ).pipe(
+            Effect.zipRight(
+              dial(attempt.address, attempt.relayed ? {} : { anonymousAs: peer }).pipe(
+                Effect.timeoutFail({
+                  duration: attempt.timeout,
+                  onTimeout: () => new MeshDialError({ address: attempt.address, reason: "timed out" }),
+                }),
+              ),
+            ),
+            Effect.tapBoth({
+              onFailure: (error) =>
+                Effect.zipRight(
+                  Ref.update(reasons, (all) => [...all, `${attempt.relayed ? "relay" : "direct"}: ${error.reason}`]),
+                  remember(attempt, Option.some(error.reason)),
+                ),
+              onSuccess: () => remember(attempt, Option.none()),
+            }),
+            Effect.ensuring(Deferred.succeed(failed[i] as Deferred.Deferred<void>, undefined)),
+          )
+        const [first, ...rest] = attempts.map(run)
+        return yield* Effect.raceAll([first as Effect.Effect<AuthenticatedPeer, MeshDialError>, ...rest]).pipe(
+          Effect.catchAll(() =>
+            Effect.flatMap(Ref.get(reasons), (all) =>
+              Effect.fail(new MeshDialError({ address: peer, reason: all.join("; ") || "unreachable" })),
             ),
           ),
-          ...relays.map((address) => dial(address)),
-        ]
-        return yield* Effect.firstSuccessOf(attempts).pipe(
-          Effect.mapError((error) => new MeshDialError({ address: peer, reason: error.reason })),
         )
       })
 
@@ -342,6 +385,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
     const reaching = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<AuthenticatedPeer, MeshDialError>>>(
       new Map(),
     )
+    const directFailures = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
     const hostScope = yield* Effect.scope
 
     const connect = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
@@ -353,6 +397,12 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         const known = admissions.get(peer)
         if (known !== undefined && admissions.authenticatedConnections(peer).length > 0) return known
         if (Either.isLeft(Either.try(() => peerIdFromString(peer)))) return yield* fail("not a peer id")
+        // A connection whose handshake is under way (the peer just dialled us, or a relay reconnect) is waited for:
+        // a second connection beside it would be one more dial, and one more handshake, for the same peer.
+        if (admissions.status(peer) === "pending" && (yield* admissions.awaitAuthenticated(peer, GATE_WAIT))) {
+          const admitted = admissions.get(peer)
+          if (admitted !== undefined && admissions.authenticatedConnections(peer).length > 0) return admitted
+        }
         const mine = yield* Deferred.make<AuthenticatedPeer, MeshDialError>()
         const shared = yield* Ref.modify(reaching, (map) => {
           const found = map.get(peer)
@@ -457,6 +507,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       connect,
+      lastDirectFailure: (peer) => Effect.map(Ref.get(directFailures), (map) => Option.fromNullable(map.get(peer))),
       openStream,
       listen: (address) =>
         Effect.try({ try: () => multiaddr(address), catch: () => "not a multiaddr" }).pipe(

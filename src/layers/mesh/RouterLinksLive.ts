@@ -24,9 +24,11 @@ const RESERVE_TIMEOUT = Duration.seconds(10)
 const TICK = Duration.seconds(1)
 const RESYNC_EVERY_MS = 10_000
 
-interface LinkState extends RouterLink {
+interface LinkState extends Omit<RouterLink, "relayed"> {
   readonly failures: number
   readonly nextAttemptAtMs: number
+  readonly relayFailures: number
+  readonly nextRelayAtMs: number
 }
 
 const peerIdOf = (address: string): string => address.slice(address.lastIndexOf("/p2p/") + 5)
@@ -35,17 +37,30 @@ const fresh = (address: string): LinkState => ({
   address,
   peerId: peerIdOf(address),
   connected: false,
-  relayed: false,
+  relayError: Option.none(),
   lastError: Option.none(),
   lastAttemptAtMs: Option.none(),
   connectedSinceMs: Option.none(),
   failures: 0,
   nextAttemptAtMs: 0,
+  relayFailures: 0,
+  nextRelayAtMs: 0,
 })
 
+/** The routers this host holds a relay slot on now: those it announces a circuit address through. */
+const slotsIn = (addresses: ReadonlyArray<string>): ReadonlySet<string> =>
+  new Set(
+    addresses.flatMap((address) => {
+      const at = address.indexOf("/p2p-circuit")
+      if (at < 0) return []
+      const relay = address.slice(0, at)
+      return [relay.slice(relay.lastIndexOf("/p2p/") + 5)]
+    }),
+  )
+
 export interface Options {
-  /** Nodes hold a relay slot on every router; routers link to each other without one. */
-  readonly relay: boolean
+  /** Nodes hold a relay slot on every router, up to this many; routers link to each other without one (0). */
+  readonly relaySlots: number
 }
 
 export const make = (options: Options) =>
@@ -61,56 +76,64 @@ export const make = (options: Options) =>
 
     const circuitOf = (link: LinkState) => `${link.address}/p2p-circuit`
 
-    /** Dials one router and reserves a relay slot on it; the updated state either way. */
+    const backoffAfter = (failures: number) =>
+      Effect.map(Random.nextRange(1 - JITTER, 1), (jitter) =>
+        Math.round(Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (failures - 1)) * jitter),
+      )
+
     /**
-     * A relay slot on the router, unless this node already listens through it (libp2p keeps a slot across a short
-     * reconnect). Bounded in time: a reservation that never answers must not hold up the links to the other routers,
-     * which the same loop keeps.
+     * Asks the router for a relay slot. Bounded in time: a reservation that never answers must not hold up the links
+     * to the other routers, which the same loop keeps. A failure is recorded on the link and retried with backoff.
      */
-    const reserve = (link: LinkState) =>
-      Effect.gen(function* () {
-        if (!options.relay) return false
-        const circuit = circuitOf(link)
-        if ((yield* host.addresses).some((address) => address.startsWith(circuit))) return true
-        return yield* host.listen(circuit).pipe(
-          Effect.timeoutFail({
-            duration: RESERVE_TIMEOUT,
-            onTimeout: () => ({ reason: `no answer within ${Duration.format(RESERVE_TIMEOUT)}` }),
+    const reserve = (link: LinkState, now: number): Effect.Effect<LinkState> =>
+      host.listen(circuitOf(link)).pipe(
+        Effect.timeoutFail({
+          duration: RESERVE_TIMEOUT,
+          onTimeout: () => ({ reason: `no answer within ${Duration.format(RESERVE_TIMEOUT)}` }),
+        }),
+        Effect.as<LinkState>({ ...link, relayError: Option.none(), relayFailures: 0, nextRelayAtMs: 0 }),
+        Effect.tap(() => Effect.logInfo("relay slot taken").pipe(Effect.annotateLogs({ router: link.peerId }))),
+        Effect.catchAll((error) =>
+          Effect.gen(function* () {
+            const relayFailures = link.relayFailures + 1
+            const backoff = yield* backoffAfter(relayFailures)
+            yield* Effect.logWarning("router refused a relay slot").pipe(
+              Effect.annotateLogs({ router: link.peerId, reason: error.reason, retry_in_ms: backoff }),
+            )
+            return { ...link, relayError: Option.some(error.reason), relayFailures, nextRelayAtMs: now + backoff }
           }),
-          Effect.as(true),
-          Effect.catchAll((error) =>
-            Effect.as(
-              Effect.logWarning("router refused a relay slot").pipe(
-                Effect.annotateLogs({ router: link.peerId, reason: error.reason }),
-              ),
-              false,
-            ),
-          ),
-        )
-      })
+        ),
+      )
+
+    /** Whether the link wants a slot requested now: connected, none held there, fewer held than wanted, not backing off. */
+    const wantsSlot = (link: LinkState, held: ReadonlySet<string>, now: number) =>
+      options.relaySlots > 0 &&
+      link.connected &&
+      !held.has(link.peerId) &&
+      held.size < options.relaySlots &&
+      link.nextRelayAtMs <= now
 
     const attempt = (link: LinkState, now: number): Effect.Effect<LinkState> =>
       host.dial(link.address, { requireRole: ROUTER_ROLE }).pipe(
         Effect.timeoutFail({ duration: DIAL_TIMEOUT, onTimeout: () => new Error("dial timed out") }),
-        Effect.zipRight(reserve(link)),
         Effect.map(
-          (relayed): LinkState => ({
+          (): LinkState => ({
             ...link,
             connected: true,
-            relayed,
             lastError: Option.none(),
             lastAttemptAtMs: Option.some(now),
             connectedSinceMs: Option.some(now),
             failures: 0,
             nextAttemptAtMs: 0,
+            // A link that comes (back) up may ask for its slot at once.
+            nextRelayAtMs: 0,
           }),
         ),
         Effect.tap(() => Effect.logInfo("connected to router").pipe(Effect.annotateLogs({ router: link.peerId }))),
         Effect.catchAll((error) =>
           Effect.gen(function* () {
             const failures = link.failures + 1
-            const ceiling = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (failures - 1))
-            const backoff = Math.round(ceiling * (yield* Random.nextRange(1 - JITTER, 1)))
+            const backoff = yield* backoffAfter(failures)
             return yield* Effect.as(
               Effect.logWarning("router unreachable").pipe(
                 Effect.annotateLogs({ router: link.peerId, reason: error.message, retry_in_ms: backoff }),
@@ -160,9 +183,25 @@ export const make = (options: Options) =>
       })
       // The listed routers are visible at once, before any dial ends (a dial can take seconds).
       yield* Ref.set(links, new Map(current.map((link) => [link.address, link])))
-      const settled = yield* Effect.forEach(
+      const dialled = yield* Effect.forEach(
         current,
         (link) => (!link.connected && link.nextAttemptAtMs <= now ? attempt(link, now) : Effect.succeed(link)),
+        { concurrency: "unbounded" },
+      )
+      yield* Ref.set(links, new Map(dialled.map((link) => [link.address, link])))
+      // Relay slots, on the links up now, as many as are missing: each router that lacks one is asked, the first
+      // listed first, so a node with fewer slots than routers spreads over the same ones everywhere it restarts.
+      const held = slotsIn(yield* host.addresses)
+      const missing = Math.max(0, options.relaySlots - held.size)
+      const asking = new Set(
+        dialled
+          .filter((link) => wantsSlot(link, held, now))
+          .slice(0, missing)
+          .map((link) => link.address),
+      )
+      const settled = yield* Effect.forEach(
+        dialled,
+        (link) => (asking.has(link.address) ? reserve(link, now) : Effect.succeed(link)),
         { concurrency: "unbounded" },
       )
       yield* Ref.set(links, new Map(settled.map((link) => [link.address, link])))
@@ -189,13 +228,20 @@ export const make = (options: Options) =>
     return RouterLinks.of({
       // Read live, not from the loop's last look: a dial in progress must not hide a router that just went away.
       connected: Effect.map(host.peers, (peers) => peers.some((p) => p.role === ROUTER_ROLE)),
-      // Whether each router is connected is read live too; the rest is the loop's record of its attempts.
-      links: Effect.zipWith(Ref.get(links), host.peers, (map, peers) => {
+      relaySlots: options.relaySlots,
+      // Whether each router is connected, and holds a slot, is read live too; the rest is the loop's record.
+      links: Effect.gen(function* () {
+        const map = yield* Ref.get(links)
+        const peers = yield* host.peers
+        const held = slotsIn(yield* host.addresses)
         const up = new Set(peers.filter((p) => p.role === ROUTER_ROLE).map((p) => p.peerId))
-        return [...map.values()].map(({ failures, nextAttemptAtMs, ...link }) => ({
-          ...link,
-          connected: up.has(link.peerId),
-        }))
+        return [...map.values()].map(
+          ({ failures, nextAttemptAtMs, relayFailures, nextRelayAtMs, ...link }): RouterLink => ({
+            ...link,
+            connected: up.has(link.peerId),
+            relayed: held.has(link.peerId),
+          }),
+        )
       }),
       nextChange: connected.changes.pipe(Stream.drop(1), Stream.take(1), Stream.runDrain),
       linkUps: Stream.fromPubSub(ups),

@@ -82,7 +82,7 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     Layer.provideMerge(PolicyViewLive.layer),
     // Agents' tokens are minted and verified from the membership alone; the proxy's serving side verifies them.
     Layer.provideMerge(AgentTokenFiles.layer.pipe(Layer.provideMerge(AgentsLive.layer))),
-    Layer.provideMerge(RouterLinksLive.layer({ relay: true })),
+    Layer.provideMerge(RouterLinksLive.layer({ relaySlots: settings.relaySlots })),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),

@@ -91,7 +91,7 @@ export const layer = (settings: RouterSettings) =>
   Layer.mergeAll(
     LeaseRenewal.layer,
     // Routers link to each other: one DHT and one gossip mesh however the nodes are spread over them.
-    RouterLinksLive.layer({ relay: false }),
+    RouterLinksLive.layer({ relaySlots: 0 }),
     MeshEventsReceiver.layer("mesh_router_", settings.dataDir),
     upkeep,
     probes(settings),

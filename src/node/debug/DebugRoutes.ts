@@ -3,8 +3,10 @@
  * They answer in every phase, the mesh unreachable included, since that is when they are needed. The output is for
  * people and not stable across releases; it never holds a credential or token.
  */
+
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { peerIdFromString } from "@libp2p/peer-id"
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
@@ -12,12 +14,13 @@ import { BadGateway, BadRequest } from "../../domain/Errors.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as LeaseRenewal from "../../layers/router/LeaseRenewal.js"
 import { Membership } from "../../services/member/Membership.js"
-import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { MeshHost, type MeshHostService } from "../../services/mesh/MeshHost.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { LogRing } from "../../services/node/LogRing.js"
 import { NodeLifecycle } from "../../services/node/NodeLifecycle.js"
 import { inMember } from "../InMember.js"
 import * as Route from "../Route.js"
+import * as RelayReasons from "./RelayReasons.js"
 
 const iso = (ms: number) => new Date(ms).toISOString()
 const optionalIso = (ms: Option.Option<number>) => Option.getOrNull(Option.map(ms, iso))
@@ -79,26 +82,38 @@ const connectivity = memberOr(
             peer: yield* Either.match(PeerKey.canonicalPeerId(asked), {
               onLeft: () => Effect.succeed({ peer_id: asked.slice(0, 80), error: "not a peer id" }),
               onRight: (id) =>
-                Effect.map(host.peer(id), (known) => {
+                Effect.gen(function* () {
+                  const known = yield* host.peer(id)
                   const open = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === id)
+                  const remotes = open.map((c) => c.remoteAddr.toString())
+                  const relayedThrough = remotes.map(RelayReasons.relayOf).filter((router) => router.length > 0)
+                  const why = RelayReasons.whyRelayed(
+                    yield* directAddressesOf(host, id),
+                    yield* host.lastDirectFailure(id),
+                  )
                   return {
                     peer_id: id,
                     connections: open.length,
-                    // How each connection runs: straight to the peer, or through a router's relay.
-                    paths: open.map((c) => (c.remoteAddr.toString().includes("/p2p-circuit") ? "relayed" : "direct")),
+                    // How each connection runs: straight to the peer, or through a router's relay (and why).
+                    paths: remotes.map((address) => (address.includes("/p2p-circuit") ? "relayed" : "direct")),
+                    relays: relayedThrough.map((router): RelayReasons.RelayedPath => ({ router, ...why })),
                     authenticated: Option.isSome(known),
                   }
                 }),
             }),
           }
+    const routers = yield* links.links
     return {
       connected: yield* links.connected,
-      routers: (yield* links.links).map((l) => ({
+      // Slots held now (the circuit addresses this node announces), against the number it is configured for.
+      relay_slots: { held: routers.filter((l) => l.relayed).length, wanted: links.relaySlots },
+      routers: routers.map((l) => ({
         address: l.address,
         peer_id: l.peerId,
         connected: l.connected,
         authenticated: l.connected,
         relayed: l.relayed,
+        relay_error: Option.getOrNull(l.relayError),
         last_error: Option.getOrNull(l.lastError),
         last_attempt_at: optionalIso(l.lastAttemptAtMs),
         connected_since: optionalIso(l.connectedSinceMs),
@@ -107,6 +122,15 @@ const connectivity = memberOr(
     }
   }),
 )
+
+/** The peer's own (not relayed) addresses, as this node's peer store holds them (identify, the DHT). */
+const directAddressesOf = (host: MeshHostService, peerId: string) =>
+  Effect.promise(() =>
+    host.libp2p.peerStore.get(peerIdFromString(peerId)).then(
+      (record) => record.addresses.map((a) => a.multiaddr.toString()).filter((a) => !a.includes("/p2p-circuit")),
+      () => [] as Array<string>,
+    ),
+  )
 
 const networkInfo = Effect.gen(function* () {
   const settings = yield* NodeConfig

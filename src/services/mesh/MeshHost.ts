@@ -30,6 +30,8 @@ export interface MeshHostService {
    * knows for it, then through the relay of each connected router) and handshaken. Banned peers are refused.
    */
   readonly connect: (peerId: string) => Effect.Effect<AuthenticatedPeer, MeshDialError>
+  /** Why the last direct dial to the peer failed, until one succeeds (for /debug/connectivity: why a path is relayed). */
+  readonly lastDirectFailure: (peerId: string) => Effect.Effect<Option.Option<string>>
   /**
    * A new stream for `protocol` on an authenticated connection to the peer, connecting first when there is none.
    * Direct connections are preferred; relayed (limited) ones are used when nothing else is open. `optimistic`: the
