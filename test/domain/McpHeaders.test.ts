@@ -33,7 +33,9 @@ describe("McpHeaders", () => {
     expect(McpHeaders.mismatch(headers, call("search", { region: "us-west1" }))).toBeUndefined()
     expect(McpHeaders.mismatch({ "mcp-name": b64("wetter ☀") }, call("wetter ☀"))).toBeUndefined()
     const read = { jsonrpc: "2.0", id: 1, method: "resources/read", params: { uri: "file:///a b" } }
-    expect(McpHeaders.mismatch({ "mcp-method": "resources/read", "mcp-name": b64("file:///a b") }, read)).toBeUndefined()
+    expect(
+      McpHeaders.mismatch({ "mcp-method": "resources/read", "mcp-name": b64("file:///a b") }, read),
+    ).toBeUndefined()
   })
 
   it("names each disagreement", () => {
@@ -46,7 +48,9 @@ describe("McpHeaders", () => {
     expect(McpHeaders.mismatch({ "mcp-name": "search" }, { jsonrpc: "2.0", id: 1, method: "tools/list" })).toMatch(
       /Mcp-Name/,
     )
-    expect(McpHeaders.mismatch({ "mcp-method": ["tools/call", "tools/call"] }, call("search"))).toMatch(/more than once/)
+    expect(McpHeaders.mismatch({ "mcp-method": ["tools/call", "tools/call"] }, call("search"))).toMatch(
+      /more than once/,
+    )
     expect(McpHeaders.mismatch({ "mcp-param-region": " padded" }, call("search"))).toMatch(/Mcp-Param|mcp-param/i)
     expect(
       McpHeaders.mismatch({ "mcp-method": "tools/call", "mcp-protocol-version": "2025-11-25" }, call("search")),

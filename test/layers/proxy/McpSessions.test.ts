@@ -12,7 +12,10 @@ const setup = Effect.gen(function* () {
   const present = yield* Ref.make<ReadonlySet<string>>(new Set(["peer-a", "peer-b"]))
   const sessions = yield* McpSessions.make<string>({
     end: (service, id, binding) =>
-      Ref.update(ended, (all) => [...all, `${service}/${id} ${binding.caller} ${binding.target} ${binding.protocolVersion}`]),
+      Ref.update(ended, (all) => [
+        ...all,
+        `${service}/${id} ${binding.caller} ${binding.target} ${binding.protocolVersion}`,
+      ]),
     present: (peer) => Effect.map(Ref.get(present), (set) => set.has(peer)),
     idle: Duration.minutes(30),
     peerGone: Duration.minutes(2),
