@@ -32,6 +32,7 @@ import {
   type ProxyError,
   type ProxyRequest,
 } from "../../services/proxy/PeerProxy.js"
+import * as McpStreamOrder from "./McpStreamOrder.js"
 
 /** Statuses whose responses carry no body; a web Response refuses one. */
 const NULL_BODY = new Set([101, 204, 205, 304])
@@ -121,6 +122,7 @@ export const layer = Layer.effect(
     const tooLarge = (peerId: string) =>
       `the answer of peer ${peerId} exceeds ${cap} bytes, this node's cap on a peer's response (max_response_bytes)`
     const runtime = yield* Effect.runtime<never>()
+    const order = yield* McpStreamOrder.make
 
     const checkLabels = (
       peer: AuthenticatedPeer,
@@ -265,14 +267,21 @@ export const layer = Layer.effect(
         const current = asked.agent ?? Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
         const request = { ...asked, path: path.right, ...(current === undefined ? {} : { agent: current }) }
         let response: IncomingMessage | undefined
-        const socket = yield* Finalizer.acquire(open(request), (socket) =>
-          Effect.sync(() => {
-            // A response read to its end leaves a stream both sides closed; anything else is abandoned.
-            if (response?.complete === true) socket.destroy()
-            else socket.abort(new Error("the caller went away"))
-          }),
-        )
-        response = yield* exchange(socket, request, yield* TraceContext.current, onTooLarge)
+        const sent = Effect.gen(function* () {
+          const socket = yield* Finalizer.acquire(open(request), (socket) =>
+            Effect.sync(() => {
+              // A response read to its end leaves a stream both sides closed; anything else is abandoned.
+              if (response?.complete === true) socket.destroy()
+              else socket.abort(new Error("the caller went away"))
+            }),
+          )
+          return yield* exchange(socket, request, yield* TraceContext.current, onTooLarge)
+        })
+        // A 2025-era MCP session's GET stream opens at the backend before the session's later requests arrive.
+        const session = McpStreamOrder.sessionKey(request.peerId, request.type, request.name, request.headers)
+        response = yield* request.method === "GET"
+          ? order.opens(session, sent)
+          : Effect.zipRight(order.after(session), sent)
         yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
         // A declared length past the cap is refused before a byte of the body is relayed (the scope resets it).
         const declared = Number(response.headers["content-length"] ?? 0)
