@@ -345,7 +345,7 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
           const scope = yield* Scope.make()
           yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
           yield* startLate(scope)
-          yield* eventually(60, Ref.get(changed), (n) => n > 0)
+          yield* eventually(30, Ref.get(changed), (n) => n > 0)
           const listed = yield* Effect.promise(() => client.listTools({}, { cacheMode: "refresh" }))
           expect(listed.tools.map((t) => t.name)).toEqual([...SIX, "late__count", "late__echo"])
           const echoed = yield* Effect.promise(() => client.callTool({ name: "late__echo", arguments: { text: "x" } }))
