@@ -7,11 +7,15 @@
  * body, or that name a version or a method the node does not serve, get the revision's errors.
  */
 
+import { execFile } from "node:child_process"
+import { join } from "node:path"
+import { promisify } from "node:util"
 import { expect, layer } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as V1Transport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Context, Duration, Effect, Exit, Layer, Ref, Scope } from "effect"
+import pkg from "../../package.json" with { type: "json" }
 import type * as NodeFile from "../../src/domain/NodeFile.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
@@ -42,6 +46,30 @@ const POLICY = {
 }
 
 const MODERN = "2026-07-28"
+const INSPECTOR = join(import.meta.dirname, "..", "..", "node_modules", ".bin", "mcp-inspector")
+
+/** The MCP Inspector's CLI run once against A's `/mcp` in `era`; the result it prints. */
+const inspector = (node: NodeHarness.NodeHarness, era: "modern" | "legacy", args: ReadonlyArray<string>) =>
+  Effect.promise(async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        INSPECTOR,
+        "--cli",
+        "--transport",
+        "http",
+        "--server-url",
+        `${node.url}/mcp`,
+        "--header",
+        `X-Mesh-Authentication: Bearer ${node.apiToken}`,
+        "--protocol-era",
+        era,
+        ...args,
+      ],
+      { timeout: 60_000 },
+    )
+    return JSON.parse(stdout) as Record<string, unknown>
+  })
 
 const http = (name: string, url: string): NodeFile.ServiceSpec => ({
   name,
@@ -248,6 +276,33 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
           yield* sameTools(ofV1(old.client), bId)
         }),
       )
+    }),
+  )
+
+  it.effect("the MCP Inspector's CLI lists the tools and calls one in both eras", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      for (const era of ["modern", "legacy"] as const) {
+        const listed = yield* inspector(a, era, ["--method", "tools/list"])
+        expect(
+          (listed.tools as ReadonlyArray<{ name: string }>).map((t) => t.name),
+          era,
+        ).toEqual(SIX)
+        const called = yield* inspector(a, era, [
+          "--method",
+          "tools/call",
+          "--tool-name",
+          "call_remote_tool",
+          "--tool-args-json",
+          JSON.stringify({ peer_id: bId, tool_name: "mcp://demo/echo", arguments: { text: era } }),
+        ])
+        expect(textOf(called), era).toBe(`b:${era}`)
+        // Only a 2026-07-28 answer names its server in every result's _meta: the era was the one asked for.
+        expect(
+          (called._meta as Record<string, unknown> | undefined)?.["io.modelcontextprotocol/serverInfo"],
+          era,
+        ).toEqual(era === "modern" ? { name: "mesh-node", version: pkg.version } : undefined)
+      }
     }),
   )
 
