@@ -42,3 +42,30 @@ export const call = <R>(
   })
   return Runtime.runPromise(runtime)(Tool.traced(name, request, federated), { signal: request.signal })
 }
+
+/**
+ * A `call_remote_tool` result that stands for the remote tool's `input_required` (InputRequiredView): its requests,
+ * the node's state to send back, and the call it belongs to. Each era's server presents it to its agent its own way.
+ */
+export interface Asked {
+  readonly inputRequests: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>>
+  readonly requestState: string
+  readonly peerId: string
+  readonly toolName: string
+}
+
+export const asked = (result: CallToolResult): Asked | undefined => {
+  const structured = result.structuredContent as Record<string, unknown> | undefined
+  if (result.isError === true || structured?.resultType !== "input_required") return undefined
+  const { inputRequests, requestState, peer_id, tool_name } = structured
+  if (typeof requestState !== "string" || typeof peer_id !== "string" || typeof tool_name !== "string") return undefined
+  if (typeof inputRequests !== "object" || inputRequests === null) return undefined
+  return { inputRequests: inputRequests as Asked["inputRequests"], requestState, peerId: peer_id, toolName: tool_name }
+}
+
+/** The arguments of `call_remote_tool`'s retry that answers `asked`. */
+export const retryArguments = (
+  args: Readonly<Record<string, unknown>> | undefined,
+  responses: Readonly<Record<string, unknown>>,
+  requestState: string,
+): Record<string, unknown> => ({ ...args, input_responses: responses, request_state: requestState })

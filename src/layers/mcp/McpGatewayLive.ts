@@ -8,11 +8,12 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { isJsonContentType, isLegacyRequest } from "@modelcontextprotocol/server"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option, type Scope, Stream } from "effect"
+import type { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
 import type { Agent } from "../../services/agents/CurrentAgent.js"
 import { Federation } from "../../services/federation/Federation.js"
-import { McpGateway } from "../../services/mcp/McpGateway.js"
+import { McpGateway, type McpGatewayService } from "../../services/mcp/McpGateway.js"
 import * as LegacySessions from "./legacy/LegacySessions.js"
 import * as ModernGateway from "./modern/ModernGateway.js"
 import * as WebExchange from "./modern/WebExchange.js"
@@ -52,19 +53,13 @@ const parse = (body: Uint8Array): Option.Option<unknown> => {
   }
 }
 
-export const layer = Layer.scoped(
-  McpGateway,
+/** The gateway serving `tools` (the node's six, or a test's) beside the federated ones. */
+export const make = <R>(
+  tools: ReadonlyArray<Tool.Tool<z.ZodRawShape, R>>,
+): Effect.Effect<McpGatewayService, never, R | Federation | Scope.Scope> =>
   Effect.gen(function* () {
-    const tools = [
-      MeshInfo.tool,
-      ListLocalServices.tool,
-      DiscoverServices.tool,
-      FindTools.tool,
-      DescribeTool.tool,
-      CallTool.tool,
-    ]
     const definitions = tools.map(Tool.definition)
-    const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools> | Federation>()
+    const toolRuntime = yield* Effect.runtime<R | Federation>()
     const federation = yield* Federation
     const legacy = yield* LegacySessions.make(toolRuntime, tools, definitions)
     const modern = yield* ModernGateway.make(toolRuntime, tools, definitions)
@@ -111,5 +106,15 @@ export const layer = Layer.scoped(
       })
 
     return McpGateway.of({ handle, sessions: legacy.sessions })
-  }),
-)
+  })
+
+const SIX = [
+  MeshInfo.tool,
+  ListLocalServices.tool,
+  DiscoverServices.tool,
+  FindTools.tool,
+  DescribeTool.tool,
+  CallTool.tool,
+]
+
+export const layer = Layer.scoped(McpGateway, make<Tool.Requirements<typeof SIX>>(SIX))

@@ -6,9 +6,11 @@
  * -32020, -32022 with the versions it serves), refuses what the revision removed, stamps `resultType` and the list's
  * cache hints, and serves `subscriptions/listen`, on which `toolsChanged` announces a change of the federated tools.
  */
+
+import { randomBytes } from "node:crypto"
 import type { ServerResponse } from "node:http"
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
-import { createMcpHandler, type McpRequestContext, Server } from "@modelcontextprotocol/server"
+import { createMcpHandler, createRequestStateCodec, type McpRequestContext, Server } from "@modelcontextprotocol/server"
 import { Context, Effect, Runtime, type Scope } from "effect"
 import type { z } from "zod"
 import pkg from "../../../../package.json" with { type: "json" }
@@ -28,6 +30,8 @@ export const MAX_SUBSCRIPTIONS = 256
  * client that listens hears of a change at once. Private: the list depends on the agent asking.
  */
 export const LIST_TTL_MS = 10_000
+/** How long an `input_required` answer's state is good for: a person may take a while to answer. */
+export const STATE_TTL_SECONDS = 600
 
 export interface ModernGateway {
   /** Serves one 2026-07-28 request, its body already read and parsed. */
@@ -49,6 +53,12 @@ export const make = <R>(
   definitions: ReadonlyArray<McpTool>,
 ): Effect.Effect<ModernGateway, never, Scope.Scope> =>
   Effect.gen(function* () {
+    // Sealed with a key of this process: a state from before a restart, or another agent's, is refused (-32602).
+    const codec = createRequestStateCodec<ModernTools.Carried>({
+      key: randomBytes(32),
+      ttlSeconds: STATE_TTL_SECONDS,
+      bind: (ctx) => ctx.http?.authInfo?.clientId ?? "",
+    })
     const factory = (ctx: McpRequestContext) => {
       const agent = ctx.authInfo?.extra?.[AGENT] as Agent | undefined
       const server = new Server(
@@ -57,6 +67,7 @@ export const make = <R>(
           instructions: Instructions.text,
           capabilities: { tools: { listChanged: true } },
           cacheHints: { "tools/list": { ttlMs: LIST_TTL_MS, cacheScope: "private" } },
+          requestState: { verify: codec.verify },
         },
       )
       const scoped =
@@ -67,7 +78,7 @@ export const make = <R>(
               runtimeFlags: toolRuntime.runtimeFlags,
               fiberRefs: toolRuntime.fiberRefs,
             })
-      ModernTools.install(server, scoped, tools, definitions, agent === undefined ? {} : { scope: agent.scope })
+      ModernTools.install(server, scoped, tools, definitions, agent === undefined ? {} : { scope: agent.scope }, codec)
       return server
     }
     const handler = createMcpHandler(factory, {
