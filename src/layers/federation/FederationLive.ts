@@ -12,10 +12,11 @@ import * as FederationRules from "../../domain/Federation.js"
 import * as Inference from "../../domain/Inference.js"
 import { type FederatedTool, Federation } from "../../services/federation/Federation.js"
 import { FederationScope } from "../../services/federation/FederationScope.js"
-import type { PeerMcp, PeerMcpError, Progress } from "../../services/mcp/PeerMcp.js"
+import { isInputRequired, type PeerMcp, type PeerMcpError, type Progress } from "../../services/mcp/PeerMcp.js"
 import type { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
 import * as Cooldowns from "../inference/Cooldowns.js"
+import * as InputRequiredView from "../mcp/InputRequiredView.js"
 import * as RemoteCall from "../mcp/RemoteCall.js"
 import * as ToolResult from "../mcp/ToolResult.js"
 import * as FederationMetrics from "./FederationMetrics.js"
@@ -111,8 +112,18 @@ export const layer = Layer.scoped(
             ),
           )
           if (Either.isRight(outcome)) {
-            yield* done(outcome.right.isError === true ? "tool_error" : "ok")
-            return outcome.right
+            const result = outcome.right
+            if (isInputRequired(result)) {
+              // Answered through call_remote_tool, which takes the answers; the tool's own arguments cannot.
+              yield* done("ok")
+              return InputRequiredView.present(
+                result,
+                { peerId: candidate.peerId, toolName: `mcp://${tool.service}/${tool.tool}` },
+                1,
+              )
+            }
+            yield* done(result.isError === true ? "tool_error" : "ok")
+            return result
           }
           const error = outcome.left
           yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const].slice(-MAX_FAILED))

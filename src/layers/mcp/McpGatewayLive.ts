@@ -1,21 +1,23 @@
 /**
- * McpGateway over the MCP SDK's Streamable HTTP transport, stateful: `initialize` opens a session (a server and a
- * transport of its own, found again by `Mcp-Session-Id`), DELETE or IDLE_LIMIT of silence closes it. At most
- * MAX_SESSIONS are open; past that the longest idle one is closed to make room.
+ * McpGateway: the node's `/mcp`, both protocol eras on one endpoint. A POST's body is read (at most
+ * ModernGateway.MAX_BODY) and classified by the SDK's own predicate (`isLegacyRequest`, the routing its
+ * `createMcpHandler` does): a request carrying the 2026-07-28 `_meta` envelope (or a modern protocol-version header)
+ * is served statelessly by modern/, everything else (`initialize`, requests in a session, GET and DELETE of a session)
+ * by the 2025-era sessions in legacy/, exactly as before the modern era. Both serve the same tools in the same order,
+ * in the agent's scope, and both hear when the federated tools change.
  */
-import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
-import { Clock, Context, Duration, Effect, Layer, Option, Ref, Runtime, Schedule, Stream } from "effect"
-import pkg from "../../../package.json" with { type: "json" }
+import { isJsonContentType, isLegacyRequest } from "@modelcontextprotocol/server"
+import { Effect, Layer, Option, type Scope, Stream } from "effect"
+import type { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
-import { type Agent, CurrentAgent } from "../../services/agents/CurrentAgent.js"
+import type { Agent } from "../../services/agents/CurrentAgent.js"
 import { Federation } from "../../services/federation/Federation.js"
-import { McpGateway } from "../../services/mcp/McpGateway.js"
-import * as Instructions from "./Instructions.js"
+import { McpGateway, type McpGatewayService } from "../../services/mcp/McpGateway.js"
+import * as LegacySessions from "./legacy/LegacySessions.js"
+import * as ModernGateway from "./modern/ModernGateway.js"
+import * as WebExchange from "./modern/WebExchange.js"
 import * as Tool from "./Tool.js"
-import * as ToolHandlers from "./ToolHandlers.js"
 import * as CallTool from "./tools/CallTool.js"
 import * as DescribeTool from "./tools/DescribeTool.js"
 import * as DiscoverServices from "./tools/DiscoverServices.js"
@@ -23,162 +25,96 @@ import * as FindTools from "./tools/FindTools.js"
 import * as ListLocalServices from "./tools/ListLocalServices.js"
 import * as MeshInfo from "./tools/MeshInfo.js"
 
-const IDLE_LIMIT = Duration.minutes(30)
-const MAX_SESSIONS = 256
+/** The body, or undefined when it is longer than `max` bytes (the rest is drained, not kept). */
+const readBody = (req: IncomingMessage, max: number): Promise<Uint8Array | undefined> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let length = 0
+    let over = false
+    req.on("data", (chunk: Buffer) => {
+      if (over) return
+      length += chunk.length
+      if (length > max) {
+        over = true
+        chunks.length = 0
+        return
+      }
+      chunks.push(chunk)
+    })
+    req.once("end", () => resolve(over ? undefined : Buffer.concat(chunks)))
+    req.once("error", reject)
+  })
 
-interface Session {
-  readonly server: Server
-  readonly transport: StreamableHTTPServerTransport
-  readonly lastUsedMs: number
-  /** The agent that opened it; undefined for a caller with the node's own token. */
-  readonly agent: string | undefined
-}
-
-const notFound = (res: ServerResponse, message: string, status: number) => {
-  res.writeHead(status, { "content-type": "application/json" })
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }))
-}
-
-/**
- * The SDK hands a tool call the headers of the request that carried it, read from the raw headers: the call's span
- * continues this request's span through them.
- */
-const setTraceparent = (req: IncomingMessage, value: string): void => {
-  const raw: Array<string> = []
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i] as string
-    if (name.toLowerCase() !== "traceparent") raw.push(name, req.rawHeaders[i + 1] as string)
+const parse = (body: Uint8Array): Option.Option<unknown> => {
+  try {
+    return Option.some(JSON.parse(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8")))
+  } catch {
+    return Option.none()
   }
-  raw.push("traceparent", value)
-  req.rawHeaders = raw
 }
 
-export const layer = Layer.scoped(
-  McpGateway,
+/** The gateway serving `tools` (the node's six, or a test's) beside the federated ones. */
+export const make = <R>(
+  tools: ReadonlyArray<Tool.Tool<z.ZodRawShape, R>>,
+): Effect.Effect<McpGatewayService, never, R | Federation | Scope.Scope> =>
   Effect.gen(function* () {
-    const runtime = yield* Effect.runtime<never>()
-    const sessions = yield* Ref.make<ReadonlyMap<string, Session>>(new Map())
-    const tools = [
-      MeshInfo.tool,
-      ListLocalServices.tool,
-      DiscoverServices.tool,
-      FindTools.tool,
-      DescribeTool.tool,
-      CallTool.tool,
-    ]
     const definitions = tools.map(Tool.definition)
-    const toolRuntime = yield* Effect.runtime<Tool.Requirements<typeof tools> | Federation>()
+    const toolRuntime = yield* Effect.runtime<R | Federation>()
     const federation = yield* Federation
+    const legacy = yield* LegacySessions.make(toolRuntime, tools, definitions)
+    const modern = yield* ModernGateway.make(toolRuntime, tools, definitions)
 
-    const close = (id: string) =>
-      Effect.flatMap(
-        Ref.modify(sessions, (map) => {
-          const next = new Map(map)
-          const session = next.get(id)
-          next.delete(id)
-          return [session, next]
-        }),
-        (session) =>
-          session === undefined ? Effect.void : Effect.promise(() => session.transport.close().catch(() => undefined)),
-      )
-
-    const touch = (id: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Ref.update(sessions, (map) => {
-          const session = map.get(id)
-          return session === undefined ? map : new Map(map).set(id, { ...session, lastUsedMs: now })
-        }),
-      )
-
-    const open = (agent: Agent | undefined) =>
-      Effect.gen(function* () {
-        const server = new Server(
-          { name: "mesh-node", version: pkg.version },
-          { instructions: Instructions.text, capabilities: { tools: { listChanged: true } } },
-        )
-        // An agent's session runs its tools in the agent's scope: they list and call only what it covers, federated
-        // tools included (the caller federation's scope hook sees).
-        const scoped =
-          agent === undefined
-            ? toolRuntime
-            : Runtime.make({
-                context: Context.add(toolRuntime.context, CurrentAgent, agent),
-                runtimeFlags: toolRuntime.runtimeFlags,
-                fiberRefs: toolRuntime.fiberRefs,
-              })
-        ToolHandlers.install(server, scoped, tools, definitions, agent === undefined ? {} : { scope: agent.scope })
-        const run = Runtime.runFork(runtime)
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-          sessionIdGenerator: randomUUID,
-          onsessioninitialized: (id) => {
-            run(
-              Effect.gen(function* () {
-                const now = yield* Clock.currentTimeMillis
-                const map = yield* Ref.get(sessions)
-                if (map.size >= MAX_SESSIONS) {
-                  const idlest = [...map.entries()].sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs)[0]
-                  if (idlest !== undefined) yield* close(idlest[0])
-                }
-                yield* Ref.update(sessions, (m) =>
-                  new Map(m).set(id, { server, transport, lastUsedMs: now, agent: agent?.scope.agent }),
-                )
-              }),
-            )
-          },
-          onsessionclosed: (id) => {
-            run(close(id))
-          },
-        })
-        yield* Effect.promise(() => server.connect(transport))
-        return transport
-      })
+    // The federated tools changed: sessions and listen streams of both eras hear of it.
+    yield* federation.changes.pipe(
+      Stream.runForEach(() => Effect.zipRight(legacy.toolsChanged, modern.toolsChanged)),
+      Effect.forkScoped,
+    )
 
     const handle = (req: IncomingMessage, res: ServerResponse, agent?: Agent) =>
       Effect.gen(function* () {
-        yield* TraceContext.current.pipe(Effect.map(Option.map((value) => setTraceparent(req, value))))
-        const header = req.headers["mcp-session-id"]
-        const id = Array.isArray(header) ? header[0] : header
-        if (id === undefined) {
-          if (req.method !== "POST") return notFound(res, "Bad Request: no session; send initialize first", 400)
-          const transport = yield* open(agent)
-          yield* Effect.promise(() => transport.handleRequest(req, res))
-          // A first request that was not an initialize leaves a transport without a session: drop it.
-          if (transport.sessionId === undefined) yield* Effect.promise(() => transport.close())
-          return
+        // GET and DELETE are the 2025 era's session operations; the 2026-07-28 revision has only POST.
+        if (req.method !== "POST") return yield* legacy.handle(req, res, agent)
+        if (!isJsonContentType(req.headers["content-type"] ?? null)) {
+          return WebExchange.error(
+            res,
+            415,
+            -32000,
+            "Unsupported Media Type: Content-Type must be application/json",
+            null,
+          )
         }
-        const session = (yield* Ref.get(sessions)).get(id)
-        // A session is its opener's: another agent (or the node's own token) does not find it.
-        if (session === undefined || session.agent !== agent?.scope.agent)
-          return notFound(res, "Session not found", 404)
-        yield* touch(id)
-        yield* Effect.promise(() => session.transport.handleRequest(req, res))
+        const body = yield* Effect.promise(() => readBody(req, ModernGateway.MAX_BODY).catch(() => undefined))
+        if (body === undefined) {
+          return WebExchange.error(
+            res,
+            413,
+            -32000,
+            `Payload Too Large: request body exceeds ${ModernGateway.MAX_BODY} bytes`,
+            null,
+          )
+        }
+        const parsed = parse(body)
+        if (Option.isNone(parsed)) return WebExchange.error(res, 400, -32700, "Parse error: Invalid JSON", null)
+        const traceparent = Option.getOrUndefined(yield* TraceContext.current)
+        const exchange = WebExchange.toRequest(req, body, traceparent)
+        const isLegacy = yield* Effect.promise(() =>
+          isLegacyRequest(exchange.request, parsed.value, { maxRequestBodySize: ModernGateway.MAX_BODY }),
+        )
+        return yield* isLegacy
+          ? legacy.handle(req, res, agent, parsed.value)
+          : modern.handle(exchange, res, agent, parsed.value)
       })
 
-    const sweep = Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const idle = [...(yield* Ref.get(sessions)).entries()].filter(
-        ([, s]) => now - s.lastUsedMs > Duration.toMillis(IDLE_LIMIT),
-      )
-      yield* Effect.forEach(idle, ([id]) => close(id), { discard: true })
-    })
-    yield* sweep.pipe(Effect.repeat(Schedule.spaced(Duration.minutes(1))), Effect.forkScoped)
-    // The federated tools changed: every open session hears of it (over its standalone stream, if it opened one).
-    yield* federation.changes.pipe(
-      Stream.runForEach(() =>
-        Effect.flatMap(Ref.get(sessions), (map) =>
-          Effect.forEach(
-            [...map.values()],
-            (session) => Effect.promise(() => session.server.sendToolListChanged().catch(() => undefined)),
-            { discard: true },
-          ),
-        ),
-      ),
-      Effect.forkScoped,
-    )
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(Ref.get(sessions), (map) => Effect.forEach([...map.keys()], close, { discard: true })),
-    )
+    return McpGateway.of({ handle, sessions: legacy.sessions })
+  })
 
-    return McpGateway.of({ handle, sessions: Effect.map(Ref.get(sessions), (map) => map.size) })
-  }),
-)
+const SIX = [
+  MeshInfo.tool,
+  ListLocalServices.tool,
+  DiscoverServices.tool,
+  FindTools.tool,
+  DescribeTool.tool,
+  CallTool.tool,
+]
+
+export const layer = Layer.scoped(McpGateway, make<Tool.Requirements<typeof SIX>>(SIX))

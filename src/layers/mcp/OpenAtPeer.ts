@@ -27,17 +27,26 @@ type State =
   | { readonly _tag: "Opening"; readonly done: Promise<void> }
   | { readonly _tag: "Open"; readonly id: string | undefined; readonly version: string }
 
+/** A session the serving node opened: its id (none from a service that keeps no sessions) and version. */
+export interface Opened {
+  readonly id: string | undefined
+  readonly version: string
+}
+
 export class Opening {
-  private state: State = { _tag: "New" }
+  private state: State
 
   /**
    * `base` passes `openMcpSession` on to PeerProxy.fetch; `onOpen` is told the version agreed (the transport sends
-   * it with every later request).
+   * it with every later request). `opened`: a session the serving node opened already, for an earlier request.
    */
   constructor(
     private readonly base: FetchLike,
     private readonly onOpen: (version: string) => void,
-  ) {}
+    opened?: Opened,
+  ) {
+    this.state = opened === undefined ? { _tag: "New" } : { _tag: "Open", ...opened }
+  }
 
   readonly fetch: FetchLike = async (url, init) => {
     for (;;) {

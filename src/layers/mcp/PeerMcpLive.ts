@@ -14,9 +14,10 @@ import { createHash, randomUUID } from "node:crypto"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { ErrorCode, LATEST_PROTOCOL_VERSION, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as McpOpenHeaders from "../../domain/McpOpen.js"
 import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import * as Deadlines from "../../platform/Deadlines.js"
@@ -26,8 +27,12 @@ import {
   type PeerMcpError,
   PeerMcpError as PeerMcpErrorClass,
   type Progress,
+  type RemoteResult,
+  type Retry,
 } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
+import * as Eras from "./modern/Eras.js"
+import * as ModernRequest from "./modern/ModernRequest.js"
 import * as OpenAtPeer from "./OpenAtPeer.js"
 import * as ToolCall from "./ToolCall.js"
 import * as ToolPages from "./ToolPages.js"
@@ -203,6 +208,9 @@ const make = ({ maxSessions, idle }: Limits) =>
     const run = Runtime.runFork(runtime)
     const runExit = Runtime.runPromiseExit(runtime)
     const slots = yield* Ref.make<ReadonlyMap<string, Slot>>(new Map())
+    const eras = yield* Eras.make
+    /** Services whose era a call is finding out now, and what the calls made meanwhile wait on. */
+    const probing = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<void>>>(new Map())
     const callLimits: ToolCall.Limits = {
       deadlines: yield* Deadlines.make(Deadlines.tickFor([CALL_TIMEOUT])),
       quiet: CALL_TIMEOUT,
@@ -279,6 +287,7 @@ const make = ({ maxSessions, idle }: Limits) =>
       onClosed: () => void,
       onAnnounceFailed: () => void,
       ordinary: boolean,
+      adopted?: OpenAtPeer.Opened,
     ) =>
       Effect.gen(function* () {
         const client = new Client(
@@ -301,8 +310,9 @@ const make = ({ maxSessions, idle }: Limits) =>
             return base(url, { method: "POST", headers, body, ...(signal === undefined ? {} : { signal }) })
           }
         } else {
-          const opening = new OpenAtPeer.Opening(base, (version) => transport.setProtocolVersion(version))
+          const opening = new OpenAtPeer.Opening(base, (version) => transport.setProtocolVersion(version), adopted)
           transport = new StreamableHTTPClientTransport(url, { fetch: opening.fetch, sessionId: OpenAtPeer.PENDING })
+          if (adopted !== undefined) transport.setProtocolVersion(adopted.version)
           post = (body, signal) =>
             opening.fetch(url, {
               method: "POST",
@@ -333,10 +343,45 @@ const make = ({ maxSessions, idle }: Limits) =>
      * The slot of the peer's service, counted busy; a new one starts its initialize in the layer's scope, so that
      * callers that give up waiting do not abandon it for the others.
      */
+    // An agent's exchanges go in sessions of their own, carrying its token: the serving side scopes them.
+    const slotKey = (peerId: string, service: string, agent: Agent | undefined) =>
+      agent === undefined ? `${peerId}/${service}` : `${peerId}/${service}#${tokenKey(agent)}`
+
+    /**
+     * Keeps a session the serving node opened for a modern request to a service that turned out legacy (the request
+     * ran in it), as the caller's session with that service; false when there is one already (this one is then ended).
+     */
+    const adopt = (peerId: string, service: string, agent: Agent | undefined, opened: OpenAtPeer.Opened) =>
+      Effect.gen(function* () {
+        const key = slotKey(peerId, service, agent)
+        const now = yield* Clock.currentTimeMillis
+        const fresh = yield* Deferred.make<Session, PeerMcpError>()
+        const slot: Slot = { session: fresh, lastUsedMs: now, busy: 0 }
+        const created = yield* Ref.modify(slots, (map): [boolean, ReadonlyMap<string, Slot>] =>
+          map.has(key) ? [false, map] : [true, new Map(map).set(key, slot)],
+        )
+        if (!created) return false
+        yield* makeRoom(key)
+        const open = connect(
+          peerId,
+          service,
+          agent,
+          () => run(drop(key, slot)),
+          () => run(retire(key, slot)),
+          false,
+          opened,
+        ).pipe(
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(slot.session, exit)),
+          Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
+        )
+        yield* Effect.forkIn(open, scope)
+        return true
+      })
+
     const take = (peerId: string, service: string, agent: Agent | undefined, ordinary: boolean) =>
       Effect.gen(function* () {
-        // An agent's exchanges go in sessions of their own, carrying its token: the serving side scopes them.
-        const key = agent === undefined ? `${peerId}/${service}` : `${peerId}/${service}#${tokenKey(agent)}`
+        const key = slotKey(peerId, service, agent)
         const now = yield* Clock.currentTimeMillis
         const fresh = yield* Deferred.make<Session, PeerMcpError>()
         const [slot, created] = yield* Ref.modify(slots, (map): [[Slot, boolean], ReadonlyMap<string, Slot>] => {
@@ -472,20 +517,133 @@ const make = ({ maxSessions, idle }: Limits) =>
       return tries(false, 0)
     }
 
+    /**
+     * A modern exchange: self-describing requests on their own, no session. `open`: the serving node is also asked to
+     * open a 2025-era session for the request if its service is legacy (domain/McpOpen); `legacySession` then says it
+     * did (the request ran in it), and the session is kept as the caller's session with the service (`adopt`).
+     */
+    const modern = <A>(
+      peerId: string,
+      service: string,
+      agent: Agent | undefined,
+      open: boolean,
+      replayable: boolean,
+      exchange: (post: ToolCall.Post, signal: AbortSignal) => Promise<A>,
+      /** Told, once the answer's headers are in, what they show: a legacy session opened, success, or neither. */
+      onHeaders: (shown: "opened" | "ok" | "other") => Effect.Effect<void> = () => Effect.void,
+    ) =>
+      Effect.gen(function* () {
+        const url = `http://mesh.invalid/mesh/${peerId}/mcp/${service}`
+        const base = meshFetch(peerId, service, agent)
+        const opened = yield* Ref.make<OpenAtPeer.Opened | undefined>(undefined)
+        // A session opened for us is kept as our session with the service, or ended if we have one.
+        const keep = (session: OpenAtPeer.Opened) =>
+          Effect.gen(function* () {
+            yield* Ref.set(opened, session)
+            if ((yield* adopt(peerId, service, agent, session)) || session.id === undefined) return
+            const headers = { "mcp-session-id": session.id, "mcp-protocol-version": session.version }
+            yield* Effect.promise(() =>
+              base(url, { method: "DELETE", headers }).then(
+                (response) => response.body?.cancel().catch(() => undefined),
+                () => undefined,
+              ),
+            ).pipe(Effect.timeout(CLOSE_TIMEOUT), Effect.ignore, Effect.forkIn(scope))
+          })
+        const post: ToolCall.Post = (body, signal, headers) =>
+          base(url, {
+            method: "POST",
+            headers: headers ?? JSON_POST,
+            body,
+            ...(signal === undefined ? {} : { signal }),
+            ...(open ? { openMcpSession: LATEST_PROTOCOL_VERSION } : {}),
+          }).then(async (response) => {
+            const version = McpOpenHeaders.version(response.headers.get(McpOpenHeaders.OPENED))
+            const session =
+              version === undefined ? undefined : { id: response.headers.get("mcp-session-id") ?? undefined, version }
+            await runExit(
+              Effect.zipRight(
+                session === undefined ? Effect.void : keep(session),
+                onHeaders(session !== undefined ? "opened" : response.ok ? "ok" : "other"),
+              ),
+            )
+            return response
+          })
+        const traceparent = yield* TraceContext.current
+        const exit = yield* Effect.tryPromise({
+          try: (signal) =>
+            new Promise<A>((resolve, reject) => {
+              const controller = new AbortController()
+              const abort = () => controller.abort(signal.reason)
+              signal.addEventListener("abort", abort, { once: true })
+              const onTooLarge = (message: string) => {
+                reject(new TooLarge(message))
+                controller.abort(new TooLarge(message))
+              }
+              caller
+                .run({ traceparent: Option.getOrUndefined(traceparent), onTooLarge }, () =>
+                  exchange(post, controller.signal),
+                )
+                .then(resolve, reject)
+                .finally(() => signal.removeEventListener("abort", abort))
+            }),
+          catch: (error) => (error instanceof ToolCall.LegacyAnswer ? error : classify(error, false, replayable)),
+        }).pipe(Effect.exit)
+        return { exit, legacySession: (yield* Ref.get(opened)) !== undefined }
+      })
+
+    /** The answer showed a legacy service: remembered, and the exchange made again in a session (it did not run). */
+    const isLegacy = <A>(exit: Exit.Exit<A, PeerMcpError | Gone | ToolCall.LegacyAnswer>): boolean =>
+      Exit.isFailure(exit) &&
+      Option.exists(Cause.failureOption(exit.cause), (error) => error instanceof ToolCall.LegacyAnswer)
+
+    const settled = <A>(
+      exit: Exit.Exit<A, PeerMcpError | Gone | ToolCall.LegacyAnswer>,
+    ): Effect.Effect<A, PeerMcpError> =>
+      Effect.catchAll(exit, (error) =>
+        error instanceof PeerMcpErrorClass
+          ? Effect.fail(error)
+          : Effect.fail(fail("failed", error instanceof Gone ? "the MCP session ended" : error.message)),
+      )
+
+    const legacyList = (peerId: string, service: string) =>
+      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.bound))
+
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
-      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.bound)).pipe(
+      Effect.gen(function* () {
+        const key = `${peerId}/${service}`
+        if ((yield* Eras.get(eras, key)) === "legacy") return yield* legacyList(peerId, service)
+        const agent = Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
+        const { exit } = yield* modern(peerId, service, agent, false, true, (post, signal) =>
+          ToolPages.list(
+            {
+              listTools: async (params, options) =>
+                ListToolsResultSchema.parse(
+                  await ModernRequest.send(post, `mesh-${randomUUID()}`, "tools/list", params, options.signal),
+                ),
+            },
+            signal,
+            PeerTools.bound,
+          ),
+        )
+        if (isLegacy(exit)) {
+          yield* Eras.set(eras, key, "legacy")
+          return yield* legacyList(peerId, service)
+        }
+        if (Exit.isSuccess(exit)) yield* Eras.set(eras, key, "modern")
+        return yield* settled(exit)
+      }).pipe(
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: () => fail("unreachable", `${service} on peer ${peerId} did not list its tools in time`),
         }),
       )
 
-    const callTool = (
+    const legacyCall = (
       peerId: string,
       service: string,
       tool: string,
       args: Readonly<Record<string, unknown>>,
-      onProgress?: (progress: Progress) => void,
+      onProgress: ((progress: Progress) => void) | undefined,
     ) =>
       use(peerId, service, false, ({ post }, signal) =>
         ToolCall.limited(
@@ -495,6 +653,85 @@ const make = ({ maxSessions, idle }: Limits) =>
           signal,
         ),
       )
+
+    /**
+     * A modern service gets the call on its own; one not known yet gets it too, with the serving node asked to open a
+     * session if its service turns out legacy (so the first call is one request either way); a legacy one gets it in
+     * its session. A retry (input_required answered) goes only to a modern service.
+     */
+    const callTool = (
+      peerId: string,
+      service: string,
+      tool: string,
+      args: Readonly<Record<string, unknown>>,
+      onProgress?: (progress: Progress) => void,
+      retry?: Retry,
+    ): Effect.Effect<RemoteResult, PeerMcpError> =>
+      Effect.gen(function* () {
+        const key = `${peerId}/${service}`
+        const era = yield* Eras.get(eras, key)
+        const unanswerable = fail(
+          "failed",
+          `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`,
+        )
+        if (era === "legacy") {
+          if (retry !== undefined) return yield* unanswerable
+          return yield* legacyCall(peerId, service, tool, args, onProgress)
+        }
+        // The era unknown, one call finds it out; calls made meanwhile wait for the answer's headers, not its end.
+        const fresh = yield* Deferred.make<void>()
+        const probe =
+          era === undefined
+            ? yield* Ref.modify(
+                probing,
+                (map): [Deferred.Deferred<void> | "mine", ReadonlyMap<string, Deferred.Deferred<void>>] => {
+                  const found = map.get(key)
+                  return found === undefined ? ["mine", new Map(map).set(key, fresh)] : [found, map]
+                },
+              )
+            : undefined
+        if (probe !== undefined && probe !== "mine") {
+          yield* Deferred.await(probe)
+          return yield* callTool(peerId, service, tool, args, onProgress, retry)
+        }
+        const done = Effect.zipRight(
+          Ref.update(probing, (map) => {
+            if (map.get(key) !== fresh) return map
+            const next = new Map(map)
+            next.delete(key)
+            return next
+          }),
+          Deferred.succeed(fresh, undefined),
+        )
+        const agent = Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
+        const call: ToolCall.Call = {
+          id: `mesh-${randomUUID()}`,
+          tool,
+          args,
+          modern: true,
+          ...(onProgress === undefined ? {} : { onProgress }),
+          ...(retry === undefined ? {} : { retry }),
+        }
+        const { exit, legacySession } = yield* modern(
+          peerId,
+          service,
+          agent,
+          era === undefined,
+          false,
+          (post, signal) => ToolCall.limited(callLimits, post, call, signal),
+          (shown) =>
+            shown === "other" || probe === undefined
+              ? Effect.void
+              : Effect.zipRight(Eras.set(eras, key, shown === "opened" ? "legacy" : "modern"), done),
+        ).pipe(Effect.ensuring(probe === "mine" ? done : Effect.void))
+        if (legacySession) return yield* settled(exit)
+        if (isLegacy(exit)) {
+          yield* Eras.set(eras, key, "legacy")
+          if (retry !== undefined) return yield* unanswerable
+          return yield* legacyCall(peerId, service, tool, args, onProgress)
+        }
+        return yield* settled(exit)
+      })
 
     const sweep = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis

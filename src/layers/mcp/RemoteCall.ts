@@ -2,12 +2,13 @@
  * One call of a tool on a peer, as `call_remote_tool` and federated tools both make it: when labels are required,
  * the peer is reached first and must attest one of them; then the call goes over the proxy path (PeerMcp), where
  * the operator's egress floor, the serving peer's policy, the timeouts and the size caps apply. The result is the
- * server's own, a tool error included; refusals and failures are PeerMcpErrors, classified.
+ * server's own, a tool error included, or (from a modern server) `input_required`, checked and capped; the retry
+ * that answers it carries `inputResponses` and `requestState`. Refusals and failures are PeerMcpErrors, classified.
  */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Duration, Effect } from "effect"
+import * as InputRequired from "../../domain/InputRequired.js"
 import * as Labels from "../../domain/Labels.js"
-import { PeerMcp, PeerMcpError, type Progress } from "../../services/mcp/PeerMcp.js"
+import { PeerMcp, PeerMcpError, type Progress, type RemoteResult } from "../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 
 const CONNECT_TIMEOUT = Duration.seconds(15)
@@ -41,6 +42,14 @@ export interface Options {
   readonly required?: Readonly<Record<string, string>>
   /** Progress notifications of the call, as they arrive. */
   readonly onProgress?: (progress: Progress) => void
+  /**
+   * The retry of a call that answered `input_required` (a modern server's multi round-trip request): the answers by
+   * the keys of its `inputRequests`, and its `requestState` echoed as it came.
+   */
+  readonly inputResponses?: Readonly<Record<string, unknown>>
+  readonly requestState?: string
+  /** How many times this call was retried already; past InputRequired.MAX_ROUNDS it is refused. */
+  readonly round?: number
 }
 
 export const call = (
@@ -49,8 +58,26 @@ export const call = (
   tool: string,
   args: Readonly<Record<string, unknown>>,
   options: Options = {},
-): Effect.Effect<CallToolResult, PeerMcpError, PeerMcp | MeshHost> =>
+): Effect.Effect<RemoteResult, PeerMcpError, PeerMcp | MeshHost> =>
   Effect.gen(function* () {
+    const { inputResponses, requestState } = options
+    const retry =
+      inputResponses === undefined && requestState === undefined
+        ? undefined
+        : {
+            ...(inputResponses === undefined ? {} : { inputResponses }),
+            ...(requestState === undefined ? {} : { requestState }),
+          }
+    if (retry !== undefined) {
+      if ((options.round ?? 1) > InputRequired.MAX_ROUNDS) {
+        return yield* new PeerMcpError({
+          reason: "failed",
+          message: `the tool asked for input more than ${InputRequired.MAX_ROUNDS} times`,
+        })
+      }
+      const refusal = InputRequired.checkRetry(retry)
+      if (refusal !== undefined) return yield* new PeerMcpError({ reason: "failed", message: refusal })
+    }
     if (options.required !== undefined) yield* checkLabels(peerId, options.required)
-    return yield* (yield* PeerMcp).callTool(peerId, service, tool, args, options.onProgress)
+    return yield* (yield* PeerMcp).callTool(peerId, service, tool, args, options.onProgress, retry)
   })

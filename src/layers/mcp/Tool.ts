@@ -1,19 +1,13 @@
 /**
  * A tool of the node's MCP server: its name, schemas (zod) and an Effect that computes the result. Results carry
  * structured content plus the same as JSON text, for clients that read only text. A call the client cancels is
- * interrupted. The node serves its tools itself on the SDK's low-level server (ToolHandlers), beside the federated
- * ones, so `definition` and `invoke` do what the SDK's McpServer would.
+ * interrupted. The node serves its tools itself on the SDK's low-level servers (one per protocol era:
+ * legacy/LegacyToolHandlers, modern/ModernTools), beside the federated ones, so `definition` and `invoke` do what the
+ * SDK's McpServer would, the same in both eras.
  */
 import { getParseErrorMessage } from "@modelcontextprotocol/sdk/server/zod-compat.js"
 import { toJsonSchemaCompat } from "@modelcontextprotocol/sdk/server/zod-json-schema-compat.js"
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
-import type {
-  CallToolResult,
-  Tool as McpTool,
-  ServerNotification,
-  ServerRequest,
-  ToolAnnotations,
-} from "@modelcontextprotocol/sdk/types.js"
+import type { CallToolResult, Tool as McpTool, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Runtime } from "effect"
 import { z } from "zod"
 import * as TraceContext from "../../http/TraceContext.js"
@@ -84,52 +78,49 @@ export const definition = (
   ...(tool.annotations === undefined ? {} : { annotations: tool.annotations }),
 })
 
-export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>
+/**
+ * One call as either era's server hands it over, in the terms the tools need: the HTTP request's headers (its span
+ * is continued, its Host read), where progress goes, and the signal that cancels it.
+ */
+export interface Call {
+  readonly headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+  readonly signal: AbortSignal
+  readonly onProgress?: (progress: Progress) => void
+}
 
-const hostOf = (headers: Record<string, string | ReadonlyArray<string> | undefined> | undefined) => {
-  const host = headers?.host
+const hostOf = (headers: Call["headers"]) => {
+  const host = headers.host
   return typeof host === "string" ? host : undefined
 }
 
 /** Progress messages from a peer are its words: cut to this. */
-const MAX_PROGRESS_MESSAGE = 1024
+export const MAX_PROGRESS_MESSAGE = 1024
 
-/** Hands progress on to the client, when its request asked for it (a progress token). */
-export const progressTo = (extra: Extra): ((progress: Progress) => void) | undefined => {
-  const token = extra._meta?.progressToken
-  if (token === undefined) return undefined
-  return (progress) => {
-    extra
-      .sendNotification({
-        method: "notifications/progress",
-        params: {
-          progressToken: token,
-          progress: progress.progress,
-          ...(progress.total === undefined ? {} : { total: progress.total }),
-          ...(progress.message === undefined ? {} : { message: progress.message.slice(0, MAX_PROGRESS_MESSAGE) }),
-        },
-      })
-      .catch(() => undefined)
-  }
-}
+/** A progress notification's params for `token`, the peer's message cut to MAX_PROGRESS_MESSAGE. */
+export const progressParams = (token: string | number, progress: Progress) => ({
+  progressToken: token,
+  progress: progress.progress,
+  ...(progress.total === undefined ? {} : { total: progress.total }),
+  ...(progress.message === undefined ? {} : { message: progress.message.slice(0, MAX_PROGRESS_MESSAGE) }),
+})
 
-export const requestOf = (extra: Extra): Request => {
-  const onProgress = progressTo(extra)
-  return { host: hostOf(extra.requestInfo?.headers), ...(onProgress === undefined ? {} : { onProgress }) }
-}
+export const requestOf = (call: Call): Request => ({
+  host: hostOf(call.headers),
+  ...(call.onProgress === undefined ? {} : { onProgress: call.onProgress }),
+})
 
 /**
  * `effect` as the server span of a tool call, named by the tool alone (its arguments and results are the agent's
  * business), continuing the request's trace.
  */
-export const traced = <R>(name: string, extra: Extra, effect: Effect.Effect<CallToolResult, never, R>) =>
+export const traced = <R>(name: string, call: Call, effect: Effect.Effect<CallToolResult, never, R>) =>
   effect.pipe(
     Effect.tap((result) => Spans.annotate("mcp.tool.is_error", result.isError === true)),
     Spans.withSpan("mcp.tool", {
       kind: "server",
       captureStackTrace: false,
       attributes: { "mcp.tool.name": name },
-      ...TraceContext.parentOption(extra.requestInfo?.headers ?? {}),
+      ...TraceContext.parentOption(call.headers),
     }),
   )
 
@@ -141,7 +132,7 @@ export const invoke = <R>(
   runtime: Runtime.Runtime<R>,
   tool: Tool<z.ZodRawShape, R>,
   args: unknown,
-  extra: Extra,
+  call: Call,
 ): Promise<CallToolResult> => {
   const parsed = tool.inputSchema.safeParse(args ?? {})
   if (!parsed.success) {
@@ -152,9 +143,9 @@ export const invoke = <R>(
   return Runtime.runPromise(runtime)(
     traced(
       tool.name,
-      extra,
+      call,
       tool
-        .run(parsed.data as never, requestOf(extra))
+        .run(parsed.data as never, requestOf(call))
         .pipe(
           Effect.catchAllCause((cause) =>
             Effect.as(
@@ -164,6 +155,6 @@ export const invoke = <R>(
           ),
         ),
     ),
-    { signal: extra.signal },
+    { signal: call.signal },
   )
 }

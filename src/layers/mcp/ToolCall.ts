@@ -13,14 +13,30 @@
  * up (its signal aborted) tells the server with `notifications/cancelled`, as the SDK's client does.
  */
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { type CallToolResult, CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import type { Duration } from "effect"
+import { CallToolResultSchema, ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { type Duration, Either } from "effect"
+import pkg from "../../../package.json" with { type: "json" }
+import * as InputRequired from "../../domain/InputRequired.js"
+import * as McpEra from "../../domain/McpEra.js"
 import type * as Deadlines from "../../platform/Deadlines.js"
-import type { Progress } from "../../services/mcp/PeerMcp.js"
+import type { Progress, RemoteResult, Retry } from "../../services/mcp/PeerMcp.js"
 import * as EventStream from "./EventStream.js"
 
-/** Sends a JSON-RPC message (its JSON text) in the session; the answer as it comes. */
-export type Post = (body: string, signal?: AbortSignal) => Promise<Response>
+/**
+ * Sends a JSON-RPC message (its JSON text) in the session, or on its own to a modern server; the answer as it comes.
+ * `headers`: the ones a modern request mirrors from its body (McpEra.requestHeaders).
+ */
+export type Post = (body: string, signal?: AbortSignal, headers?: Readonly<Record<string, string>>) => Promise<Response>
+
+/**
+ * A modern request answered with a 400 that is no modern error: the server is legacy (spec 2026-07-28, Streamable
+ * HTTP backward compatibility). The request did not run.
+ */
+export class LegacyAnswer extends Error {
+  constructor() {
+    super("the server answered as a legacy (2025-era) server")
+  }
+}
 
 export interface Call {
   /** The request's id in the session: one the SDK's client, numbering its own from 0, never uses. */
@@ -29,6 +45,10 @@ export interface Call {
   readonly args: Readonly<Record<string, unknown>>
   /** With it, progress is asked for (the request id as the token) and handed on. */
   readonly onProgress?: (progress: Progress) => void
+  /** A self-describing request of the 2026-07-28 era (no session); else one in a 2025-era session. */
+  readonly modern?: boolean
+  /** The retry of a call that answered `input_required` (modern only). */
+  readonly retry?: Retry
 }
 
 /**
@@ -64,7 +84,7 @@ const progressOf = (params: unknown, token: string): Progress | undefined => {
 }
 
 /** The result of our request, once `message` is its answer; undefined for any other message. */
-const answerOf = (message: Message, id: string): { readonly done: CallToolResult } | undefined => {
+const answerOf = (message: Message, id: string): { readonly done: RemoteResult } | undefined => {
   if (message.id !== id || message.method !== undefined) return undefined
   if (isObject(message.error)) {
     const { code, message: text, data } = message.error
@@ -74,20 +94,56 @@ const answerOf = (message: Message, id: string): { readonly done: CallToolResult
       data,
     )
   }
+  if (isObject(message.result) && message.result.resultType === "input_required") {
+    const checked = InputRequired.check(message.result)
+    if (Either.isLeft(checked)) throw new Error(checked.left)
+    return { done: checked.right }
+  }
   const parsed = CallToolResultSchema.safeParse(message.result)
   if (!parsed.success) throw new Error(`the answer is not a tool result: ${parsed.error.message}`)
   return { done: parsed.data }
 }
 
-/** Sends `call` and waits for its result; `signal` gives it up. */
-export const call = async (post: Post, call: Call, signal: AbortSignal): Promise<CallToolResult> => {
-  const { id, tool, args, onProgress } = call
-  const params = {
+/** The request's params: in a modern request, the envelope in `_meta` and a retry's answers and state. */
+const paramsOf = (call: Call): Record<string, unknown> => {
+  const { id, tool, args, onProgress, modern, retry } = call
+  const progress = onProgress === undefined ? undefined : { progressToken: id }
+  if (modern !== true)
+    return { name: tool, arguments: { ...args }, ...(progress === undefined ? {} : { _meta: progress }) }
+  return {
     name: tool,
     arguments: { ...args },
-    ...(onProgress === undefined ? {} : { _meta: { progressToken: id } }),
+    _meta: McpEra.envelope(progress, { name: "mesh-node", version: pkg.version }),
+    ...(retry?.inputResponses === undefined ? {} : { inputResponses: retry.inputResponses }),
+    ...(retry?.requestState === undefined ? {} : { requestState: retry.requestState }),
   }
+}
+
+/** A modern request's failed answer: legacy (fall back), a modern JSON-RPC error, or the HTTP status. */
+const failedAnswer = (status: number, text: string | null, modern: boolean): Error => {
+  if (modern && McpEra.answerShowsLegacy(status, text ?? "")) return new LegacyAnswer()
+  if (modern && text !== null) {
+    try {
+      const message = JSON.parse(text) as Message
+      if (isObject(message.error) && typeof message.error.code === "number") {
+        const { code, message: words, data } = message.error
+        return new McpError(code, typeof words === "string" ? words : "", data)
+      }
+    } catch {
+      // Not JSON-RPC: the status says it.
+    }
+  }
+  return new StreamableHTTPError(status, `Error POSTing to endpoint: ${text}`)
+}
+
+/** Sends `call` and waits for its result; `signal` gives it up. */
+export const call = async (post: Post, call: Call, signal: AbortSignal): Promise<RemoteResult> => {
+  const { id, tool } = call
+  const modern = call.modern === true
+  const params = paramsOf(call)
   const cancelled = () => {
+    // A modern request has no session to send a notification in: the request's own stream ending cancels it.
+    if (modern) return
     const reason = signal.reason instanceof Error ? signal.reason.message : String(signal.reason)
     const notice = { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason } }
     post(JSON.stringify(notice)).then(
@@ -97,10 +153,11 @@ export const call = async (post: Post, call: Call, signal: AbortSignal): Promise
   }
   signal.addEventListener("abort", cancelled, { once: true })
   try {
-    const response = await post(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }), signal)
+    const body = JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params })
+    const response = await post(body, signal, modern ? McpEra.requestHeaders("tools/call", tool) : undefined)
     if (!response.ok) {
       const text = await response.text().catch(() => null)
-      throw new StreamableHTTPError(response.status, `Error POSTing to endpoint: ${text}`)
+      throw failedAnswer(response.status, text, modern)
     }
     const type = mediaType(response.headers.get("content-type"))
     if (type === "application/json") {
@@ -122,7 +179,7 @@ export const call = async (post: Post, call: Call, signal: AbortSignal): Promise
 }
 
 /** Reads the event stream until our answer; progress handed on, the server's requests answered. */
-const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Call): Promise<CallToolResult> => {
+const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Call): Promise<RemoteResult> => {
   const reader = body.getReader()
   const decoder = new TextDecoder()
   const parser = new EventStream.Parser()
@@ -145,7 +202,13 @@ const fromEvents = async (post: Post, body: ReadableStream<Uint8Array>, call: Ca
         if (message.method === "notifications/progress") {
           const progress = progressOf(message.params, call.id)
           if (progress !== undefined) call.onProgress?.(progress)
-        } else if (typeof message.method === "string" && message.id !== undefined && replies < MAX_REPLIES) {
+        } else if (
+          // A modern server asks by input_required, never by a request of its own; and it has no session to answer in.
+          call.modern !== true &&
+          typeof message.method === "string" &&
+          message.id !== undefined &&
+          replies < MAX_REPLIES
+        ) {
           replies += 1
           reply(post, message.method, message.id)
         }
@@ -187,7 +250,7 @@ export interface Limits {
  * one, the server is told and the call fails with the SDK's timeout error. The limits are deadlines on the caller's
  * sweeper, not a timer per call.
  */
-export const limited = (limits: Limits, post: Post, given: Call, signal: AbortSignal): Promise<CallToolResult> => {
+export const limited = (limits: Limits, post: Post, given: Call, signal: AbortSignal): Promise<RemoteResult> => {
   const controller = new AbortController()
   const giveUp = () => controller.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out"))
   const abort = () => controller.abort(signal.reason)

@@ -4,8 +4,15 @@
  * of tools the caller drops), and at a cursor it has already been given (a loop). What was listed by then is kept, as
  * when the list is longer than MAX_TOOLS. Types only from the SDK, so this loads no more of it than its caller does.
  */
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
+
+/** What lists a page: the SDK's client (2025 era) or a modern request (modern/ModernRequest). */
+export interface Lister {
+  readonly listTools: (
+    params: { readonly cursor?: string },
+    options: { readonly signal: AbortSignal },
+  ) => Promise<{ readonly tools: ReadonlyArray<Tool>; readonly nextCursor?: string | undefined }>
+}
 
 /** Tools kept from one server at the most. */
 export const MAX_TOOLS = 1024
@@ -17,7 +24,7 @@ export const MAX_PAGES = 128
  * more than MAX_TOOLS). Rejects with what the client threw.
  */
 export const list = async <A>(
-  client: Pick<Client, "listTools">,
+  client: Lister,
   signal: AbortSignal,
   keep: (tool: Tool) => A | undefined,
   limit: number = MAX_TOOLS,

@@ -1,6 +1,7 @@
 /**
  * The node's MCP server for local agents (Streamable HTTP on `/mcp`): tools to see the mesh, find services and tools
- * on peers and call them. Sessions are kept per client (`Mcp-Session-Id`) until the client ends them or they idle out.
+ * on peers and call them. Both protocol eras on the one endpoint: 2026-07-28 requests are served statelessly, each on
+ * its own; 2025-era clients get sessions (`Mcp-Session-Id`), kept until the client ends them or they idle out.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Context, type Effect } from "effect"
@@ -12,7 +13,7 @@ export interface McpGatewayService {
    * runs its tools in the agent's scope (CurrentAgent) and is used by that agent only.
    */
   readonly handle: (req: IncomingMessage, res: ServerResponse, agent?: Agent) => Effect.Effect<void>
-  /** Open sessions, for metrics and diagnostics. */
+  /** Open 2025-era sessions, for metrics and diagnostics. */
   readonly sessions: Effect.Effect<number>
 }
 

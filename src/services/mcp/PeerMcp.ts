@@ -1,8 +1,9 @@
 /**
- * MCP client sessions with the MCP services of peers: the caller side of MCP between peers, used by the MCP
- * gateway's tools. A session per (peer, service) is opened on first use over the proxy path (the MCP SDK client with
- * `PeerProxy.fetch` as its fetch, so the serving peer's policy applies to every request) and reused by later calls;
- * it is closed after a while unused, and opened again when the serving side has forgotten it.
+ * MCP with the MCP services of peers: the caller side of MCP between peers, used by the MCP gateway's tools, over
+ * the proxy path (`PeerProxy.fetch`, so the serving peer's policy applies to every request). A modern (2026-07-28)
+ * service gets self-describing requests, one per exchange; a legacy one a session per (peer, service), opened on
+ * first use and reused by later calls, closed after a while unused, and opened again when the serving side has
+ * forgotten it. Which era a service speaks is found out per (peer, service) and remembered (PeerMcpLive).
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Data, type Duration, type Effect } from "effect"
@@ -24,6 +25,30 @@ export interface Progress {
   readonly message?: string
 }
 
+/**
+ * What a modern (2026-07-28) tool answers when it needs its caller's input first (a multi round-trip request): the
+ * requests to put to the user (an elicitation, a sampling, roots) by key, and the opaque state to send back with the
+ * answers on the retry. Checked and capped when it arrives (domain/InputRequired).
+ */
+export interface InputRequired {
+  readonly resultType: "input_required"
+  readonly inputRequests?: Readonly<Record<string, { readonly method: string; readonly params?: unknown }>> | undefined
+  readonly requestState?: string | undefined
+  readonly _meta?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** A remote tool's result as received and checked: complete, or asking for input first. */
+export type RemoteResult = CallToolResult | InputRequired
+
+/** The retry of a call that answered `input_required`: the answers by key, and its `requestState` echoed. */
+export interface Retry {
+  readonly inputResponses?: Readonly<Record<string, unknown>>
+  readonly requestState?: string
+}
+
+export const isInputRequired = (result: RemoteResult): result is InputRequired =>
+  (result as { resultType?: unknown }).resultType === "input_required"
+
 /** Why an exchange with a peer's MCP service did not happen; `message` is for people and holds no secret. */
 export class PeerMcpError extends Data.TaggedError("PeerMcpError")<{
   readonly reason: PeerMcpFailure
@@ -38,8 +63,9 @@ export interface PeerMcpService {
     timeout: Duration.DurationInput,
   ) => Effect.Effect<ReadonlyArray<Tool>, PeerMcpError>
   /**
-   * Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included. With
-   * `onProgress`, the call asks for progress notifications and hands each on as it arrives.
+   * Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included, or, from a modern
+   * server, `input_required`. With `onProgress`, the call asks for progress notifications and hands each on as it
+   * arrives; with `retry`, it is the retry of a call that answered `input_required`.
    */
   readonly callTool: (
     peerId: string,
@@ -47,7 +73,8 @@ export interface PeerMcpService {
     tool: string,
     args: Readonly<Record<string, unknown>>,
     onProgress?: (progress: Progress) => void,
-  ) => Effect.Effect<CallToolResult, PeerMcpError>
+    retry?: Retry,
+  ) => Effect.Effect<RemoteResult, PeerMcpError>
   /** Sessions open now. */
   readonly sessions: Effect.Effect<number>
 }

@@ -6,14 +6,13 @@
 
 import { describe, expect, it } from "@effect/vitest"
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Duration, Effect, Exit, Layer, Redacted, Ref, Scope, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
 import { BadGateway } from "../../../src/domain/Errors.js"
 import * as McpOpen from "../../../src/domain/McpOpen.js"
 import * as PeerMcpLive from "../../../src/layers/mcp/PeerMcpLive.js"
 import { type Agent, CurrentAgent, TOKEN_HEADER } from "../../../src/services/agents/CurrentAgent.js"
-import { PeerMcp } from "../../../src/services/mcp/PeerMcp.js"
+import { PeerMcp, type RemoteResult } from "../../../src/services/mcp/PeerMcp.js"
 import { PeerProxy } from "../../../src/services/proxy/PeerProxy.js"
 import * as Backends from "../../support/backends.js"
 
@@ -192,7 +191,8 @@ const setup = (limits = DEFAULTS, initialized: "pass" | "hold" | "refuse" = "pas
     }
   })
 
-const textOf = (result: CallToolResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
+const textOf = (result: RemoteResult) =>
+  "content" in result ? result.content.map((c) => (c.type === "text" ? c.text : "")).join("") : ""
 
 const echo = (peerMcp: PeerMcp["Type"], service: string, text: string) =>
   Effect.map(peerMcp.callTool("peer-b", service, "echo", { text }), textOf)

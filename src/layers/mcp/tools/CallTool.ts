@@ -8,10 +8,13 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import { z } from "zod"
 import * as AgentScope from "../../../domain/AgentScope.js"
+import * as InputRequired from "../../../domain/InputRequired.js"
 import * as Labels from "../../../domain/Labels.js"
 import * as ToolName from "../../../domain/ToolName.js"
 import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
+import { isInputRequired } from "../../../services/mcp/PeerMcp.js"
 import * as AgentCalls from "../../agents/AgentCalls.js"
+import * as InputRequiredView from "../InputRequiredView.js"
 import * as RemoteCall from "../RemoteCall.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
@@ -35,7 +38,9 @@ export const tool = Tool.make({
     "Calls a tool of an MCP service on another peer and returns the tool's result unchanged. tool_name is " +
     "namespaced, mcp://<service>/<tool>; arguments must match the tool's input schema (see describe_remote_tool). " +
     "required_labels (key=value[,key=value]) refuses the call unless the peer's credential attests at least one " +
-    "pair. A refusal (labels, the serving peer's policy) comes back as an error result that says why.",
+    "pair. A refusal (labels, the serving peer's policy) comes back as an error result that says why. A tool that " +
+    "needs input first answers with resultType input_required: answer its inputRequests and call again with " +
+    "input_responses and request_state.",
   input: {
     peer_id: z.string().describe("The peer that serves the tool."),
     tool_name: z.string().describe("The tool, namespaced: mcp://<service>/<tool>."),
@@ -44,9 +49,19 @@ export const tool = Tool.make({
       .string()
       .optional()
       .describe("key=value[,key=value]: call only if the peer attests at least one of these labels."),
+    input_responses: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("Answers to an input_required result's inputRequests, by their keys (on the retry)."),
+    request_state: z.string().optional().describe("The request_state of the input_required result answered."),
   },
   output: {
     structuredContent: z.record(z.string(), z.unknown()).optional(),
+    resultType: z.string().optional(),
+    inputRequests: z.record(z.string(), z.unknown()).optional(),
+    requestState: z.string().optional(),
+    peer_id: z.string().optional(),
+    tool_name: z.string().optional(),
     isError: z.boolean().optional(),
     _meta: z.record(z.string(), z.unknown()).optional(),
   },
@@ -82,9 +97,22 @@ export const tool = Tool.make({
         required = parsed.right
       }
       const { service, tool } = name.right
+      // A retry's state is the one this node gave: the server's own inside, and the rounds so far.
+      let round = 1
+      let state: string | undefined
+      if (args.request_state !== undefined) {
+        const unwrapped = InputRequired.unwrapState(args.request_state)
+        if (unwrapped === undefined) return Tool.refused("request_state is not one an input_required result gave")
+        round = unwrapped.round + 1
+        state = unwrapped.state
+      }
+      const retrying = args.input_responses !== undefined || args.request_state !== undefined
       const options: RemoteCall.Options = {
         ...(required === undefined ? {} : { required }),
         ...(request.onProgress === undefined ? {} : { onProgress: request.onProgress }),
+        ...(args.input_responses === undefined ? {} : { inputResponses: args.input_responses }),
+        ...(state === undefined ? {} : { requestState: state }),
+        ...(retrying ? { round: round - 1 } : {}),
       }
       const outcome = yield* RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options).pipe(
         Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
@@ -92,7 +120,10 @@ export const tool = Tool.make({
       )
       if (Either.isRight(outcome)) {
         yield* AgentCalls.record({ ...seen, status: 200 })
-        return passOn(outcome.right)
+        const result = outcome.right
+        return isInputRequired(result)
+          ? InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
+          : passOn(result)
       }
       const error = outcome.left
       yield* AgentCalls.record({
