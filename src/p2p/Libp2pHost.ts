@@ -14,6 +14,7 @@ import { type Ping, ping } from "@libp2p/ping"
 import { tcp } from "@libp2p/tcp"
 import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
+import { DialPorts, fromPorts } from "./DialPorts.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
 import * as LengthPrefixed from "./LengthPrefixed.js"
@@ -57,6 +58,8 @@ export interface MeshServices extends Record<string, unknown> {
   gate: GateService
   /** Routers only. */
   relay?: CircuitRelayService
+  /** Nodes only: the local port a hole punch's dial leaves from (DialPorts.ts). */
+  dialPorts?: DialPorts
 }
 
 export type MeshLibp2p = Libp2p<MeshServices>
@@ -101,6 +104,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         }),
       }
     : {}
+  const dialPorts = new DialPorts()
   const libp2p = await createLibp2p<MeshServices>({
     ...QuietLogger.option(),
     start: false,
@@ -109,7 +113,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       listen: [...config.listen],
       ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
     },
-    transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport()],
+    transports: router ? [corked(tcp())] : [corked(fromPorts(dialPorts)(tcp())), circuitRelayTransport()],
     connectionEncrypters: [noise({ crypto: NoiseCrypto.crypto })],
     streamMuxers: [muxer({}, { holdEchoFor: config.optimisticProtocols ?? [] })],
     connectionGater: config.gater,
@@ -140,6 +144,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       }),
       gate: gateService(config.guard),
       ...relay,
+      ...(router ? {} : { dialPorts: () => dialPorts }),
     },
   })
   KnownProtocols.install(libp2p)
