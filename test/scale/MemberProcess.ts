@@ -20,6 +20,8 @@ export interface MemberProcess {
   readonly running: Effect.Effect<boolean>
   /** What the process wrote on stdout and stderr so far (its logs), for failure messages. */
   readonly output: Effect.Effect<string>
+  /** SIGKILL (a crash: no clean goodbye to its peers), then waits for the exit. */
+  readonly kill: Effect.Effect<void>
 }
 
 /**
@@ -84,5 +86,9 @@ export const start = (
       pid: child.pid ?? -1,
       running: Effect.map(Deferred.isDone(exited), (done) => !done),
       output: Effect.sync(() => output),
+      kill: Effect.suspend(() => {
+        child.kill("SIGKILL")
+        return Deferred.await(exited)
+      }),
     }
   })

@@ -10,6 +10,8 @@ export interface Restartable {
   readonly start: Effect.Effect<void>
   /** SIGTERM, waits for the exit. */
   readonly stop: Effect.Effect<void>
+  /** SIGKILL, waits for the exit. */
+  readonly kill: Effect.Effect<void>
   /** What the running process wrote so far; empty while stopped. */
   readonly output: Effect.Effect<string>
   /** The running process's id; -1 while stopped. */
@@ -28,6 +30,12 @@ export const make = (
       const running = yield* Ref.getAndSet(current, undefined)
       if (running !== undefined) yield* Scope.close(running.scope, Exit.void)
     })
+    const kill = Effect.gen(function* () {
+      const running = yield* Ref.getAndSet(current, undefined)
+      if (running === undefined) return
+      yield* running.process.kill
+      yield* Scope.close(running.scope, Exit.void)
+    })
     const start = Effect.gen(function* () {
       yield* stop
       const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
@@ -37,6 +45,7 @@ export const make = (
     return {
       start,
       stop,
+      kill,
       output: Effect.flatMap(Ref.get(current), (running) =>
         running === undefined ? Effect.succeed("") : running.process.output,
       ),

@@ -5,7 +5,6 @@
  * streamed completion routed by A's /v1. Then a direct route is opened and B restarts; A's next connection to B goes
  * direct.
  */
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -13,44 +12,17 @@ import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
-import { Deferred, Duration, Effect, Schedule } from "effect"
+import { Duration, Effect, Schedule } from "effect"
 import OpenAI from "openai"
 import * as DemoInference from "../../src/demo/DemoInference.js"
+import { demoServers } from "./DemoProcess.js"
 import * as Local from "./LocalApi.js"
 import * as Namespaces from "./Namespaces.js"
 import { poll } from "./Requests.js"
 import * as Topology from "./Topology.js"
 
-const root = join(import.meta.dirname, "..", "..")
 const why = Namespaces.unavailable()
 if (why !== undefined) console.log(`separate-hosts tests skipped: ${why}`)
-
-/** The demo MCP and model servers on the host `prefix` puts them on; their URLs as that host sees them. */
-const demoServers = (prefix: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const urls = yield* Deferred.make<{ mcp: string; inference: string }>()
-    yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const [command = "", ...args] = [
-          ...prefix,
-          process.execPath,
-          "--import",
-          "tsx",
-          join(root, "test", "scale", "demoServers.ts"),
-        ]
-        const child = spawn(command, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"] })
-        let text = ""
-        child.stdout?.on("data", (chunk: Buffer) => {
-          text += chunk.toString("utf8")
-          const line = text.split("\n")[0]
-          if (text.includes("\n") && line !== undefined) Deferred.unsafeDone(urls, Effect.succeed(JSON.parse(line)))
-        })
-        return child
-      }),
-      (child) => Effect.sync(() => child.kill("SIGTERM")),
-    )
-    return yield* Deferred.await(urls).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => "demo" }))
-  })
 
 const pathsTo = (node: Topology.Node, peer: string) =>
   Local.json<{ peer?: { paths?: ReadonlyArray<string> } }>(node, `/debug/connectivity?peer=${peer}`).pipe(

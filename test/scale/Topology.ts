@@ -39,6 +39,8 @@ export interface Router {
   readonly start: Effect.Effect<void, Error>
   /** SIGTERM, waits for the exit. */
   readonly stop: Effect.Effect<void>
+  /** SIGKILL (a crash), waits for the exit. */
+  readonly kill: Effect.Effect<void>
   readonly output: Effect.Effect<string>
   /** The running process's id; -1 while stopped. */
   readonly pid: Effect.Effect<number>
@@ -84,6 +86,8 @@ export const controlPlane = (options: Options) =>
 export interface RouterOptions {
   /** The address to listen on; default 127.0.0.1. */
   readonly host?: string
+  /** The address the metrics listener binds (and the test reaches); default `host`. */
+  readonly metricsHost?: string
   readonly prefix?: ReadonlyArray<string>
   readonly syncInterval?: string
   /** The libp2p port; default: a free one. */
@@ -104,7 +108,8 @@ export const router = (
     yield* tokenFile(cp, token, "mesh:role:router")
     const port = options.port ?? (yield* Effect.promise(freePort))
     const metricsPort = yield* Effect.promise(freePort)
-    const metricsUrl = `http://${options.host ?? "127.0.0.1"}:${metricsPort}`
+    const metricsHost = options.metricsHost ?? options.host ?? "127.0.0.1"
+    const metricsUrl = `http://${metricsHost}:${metricsPort}`
     const args = [
       "--control-plane",
       cp.url,
@@ -117,7 +122,7 @@ export const router = (
       "--keys-sync-interval",
       options.syncInterval ?? "10s",
       "--metrics-addr",
-      `${options.host ?? "127.0.0.1"}:${metricsPort}`,
+      `${metricsHost}:${metricsPort}`,
       "--log-level",
       "info",
       ...(options.extraArgs ?? []),
@@ -137,8 +142,8 @@ export const router = (
       )
     })
     yield* start
-    const { stop, output, pid } = process
-    return { name, port, metricsUrl, start, stop, output, pid }
+    const { stop, kill, output, pid } = process
+    return { name, port, metricsUrl, start, stop, kill, output, pid }
   })
 
 export interface NodeOptions {
