@@ -15,9 +15,20 @@ interface Figures {
   readonly routers: number
   readonly expiresAtMs: number
   readonly member: boolean
+  /** Authenticated connections to members (not routers), by path. */
+  readonly direct: number
+  readonly relayed: number
 }
 
-const NONE: Figures = { connected: 0, authenticated: 0, routers: 0, expiresAtMs: 0, member: false }
+const NONE: Figures = {
+  connected: 0,
+  authenticated: 0,
+  routers: 0,
+  expiresAtMs: 0,
+  member: false,
+  direct: 0,
+  relayed: 0,
+}
 
 export const layer = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -32,18 +43,30 @@ export const layer = Layer.scopedDiscard(
       "When this node's credential expires.",
     )
     const member = metrics.gauge("mesh_node_member", "1 once the node has joined the mesh (has an identity).")
+    const paths = metrics.gauge(
+      "mesh_node_member_connections",
+      "Authenticated connections to other members, by path: direct, or relayed through a router.",
+    )
 
     const figures = Effect.flatMap(lifecycle.phase, (phase) => {
       if (phase._tag !== "Member") return Effect.succeed(NONE)
       const host = Context.get(phase.context, MeshHost)
       const membership = Context.get(phase.context, Membership)
-      return Effect.map(Effect.zip(host.peers, membership.credentialExpiresAt), ([peers, expiresAtMs]) => ({
-        connected: new Set(host.libp2p.getConnections().map((c) => c.remotePeer.toString())).size,
-        authenticated: peers.length,
-        routers: peers.filter((p) => p.role === ROUTER_ROLE).length,
-        expiresAtMs,
-        member: true,
-      }))
+      return Effect.gen(function* () {
+        const [peers, expiresAtMs] = yield* Effect.zip(host.peers, membership.credentialExpiresAt)
+        const members = peers.filter((p) => p.role !== ROUTER_ROLE)
+        const connections = (yield* Effect.forEach(members, (p) => host.connections(p.peerId))).flat()
+        const direct = connections.filter((c) => c.limits === undefined).length
+        return {
+          connected: new Set(host.libp2p.getConnections().map((c) => c.remotePeer.toString())).size,
+          authenticated: peers.length,
+          routers: peers.length - members.length,
+          expiresAtMs,
+          member: true,
+          direct,
+          relayed: connections.length - direct,
+        }
+      })
     })
 
     metrics.beforeScrape(() => {
@@ -53,6 +76,8 @@ export const layer = Layer.scopedDiscard(
       routers.set({}, now.routers)
       expiry.set({}, Math.floor(now.expiresAtMs / 1000))
       member.set({}, now.member ? 1 : 0)
+      paths.set({ path: "direct" }, now.direct)
+      paths.set({ path: "relayed" }, now.relayed)
     })
   }),
 )

@@ -12,6 +12,7 @@ import { BadGateway, BadRequest } from "../../domain/Errors.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as LeaseRenewal from "../../layers/router/LeaseRenewal.js"
 import { Membership } from "../../services/member/Membership.js"
+import { HolePunch } from "../../services/mesh/HolePunch.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { LogRing } from "../../services/node/LogRing.js"
@@ -70,6 +71,7 @@ const connectivity = memberOr(
   Effect.gen(function* () {
     const links = yield* RouterLinks
     const host = yield* MeshHost
+    const punch = yield* HolePunch
     const request = yield* HttpServerRequest.HttpServerRequest
     const asked = new URL(request.url, "http://local").searchParams.get("peer")
     const peer =
@@ -79,7 +81,7 @@ const connectivity = memberOr(
             peer: yield* Either.match(PeerKey.canonicalPeerId(asked), {
               onLeft: () => Effect.succeed({ peer_id: asked.slice(0, 80), error: "not a peer id" }),
               onRight: (id) =>
-                Effect.map(host.peer(id), (known) => {
+                Effect.map(Effect.zip(host.peer(id), punch.record(id)), ([known, record]) => {
                   const open = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === id)
                   return {
                     peer_id: id,
@@ -87,12 +89,24 @@ const connectivity = memberOr(
                     // How each connection runs: straight to the peer, or through a router's relay.
                     paths: open.map((c) => (c.remoteAddr.toString().includes("/p2p-circuit") ? "relayed" : "direct")),
                     authenticated: Option.isSome(known),
+                    // The last attempt to make the path direct, and why it failed if it did.
+                    hole_punch: Option.getOrNull(
+                      Option.map(record, (r) => ({
+                        result: r.result,
+                        how: r.how ?? null,
+                        reason: r.reason ?? null,
+                        failures: r.failures,
+                        at: iso(r.atMs),
+                      })),
+                    ),
                   }
                 }),
             }),
           }
     return {
       connected: yield* links.connected,
+      // Where routers see this node from: its NAT's public address when it is behind one.
+      public_addresses: yield* punch.observed,
       routers: (yield* links.links).map((l) => ({
         address: l.address,
         peer_id: l.peerId,
