@@ -4,6 +4,7 @@
  * and every connection is handed to the gate (see Gate.ts) before it may do more than identify and ping.
  */
 import { noise } from "@chainsafe/libp2p-noise"
+import { autoNATv2 } from "@libp2p/autonat-v2"
 import { type CircuitRelayService, circuitRelayServer, circuitRelayTransport } from "@libp2p/circuit-relay-v2"
 import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
 import { type GossipSub, gossipsub, StrictSign } from "@libp2p/gossipsub"
@@ -56,6 +57,7 @@ export interface MeshServices extends Record<string, unknown> {
   dht: KadDHT
   pubsub: GossipSub
   gate: GateService
+  autonat: unknown
   /** Routers only. */
   relay?: CircuitRelayService
   /** Nodes only: the local port a hole punch's dial leaves from (DialPorts.ts). */
@@ -142,6 +144,11 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         // behind one NAT (or one host) are normal: the penalty would silence all of them.
         scoreParams: { IPColocationFactorWeight: 0 },
       }),
+      // Members learn whether they are reachable at a public listen address: a router dials them back there, and
+      // libp2p announces a public address only once that succeeded. Private addresses need no check (and behind a
+      // NAT there is nothing else to check: the NAT's address is found by the routers' identify, HolePunchLive).
+      // Only authenticated peers may ask (the guard), and a dial-back connection is admitted like any other.
+      autonat: autoNATv2(),
       gate: gateService(config.guard),
       ...relay,
       ...(router ? {} : { dialPorts: () => dialPorts }),
