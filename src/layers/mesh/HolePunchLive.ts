@@ -45,14 +45,8 @@ const tcpAddress = (host: string, port: number): Multiaddr =>
 
 const LOOPBACK = /^(127\.|::1$)/
 
-/**
- * A second connection to a peer we are connected to (`force`); `initiator: false` makes this side answer the noise
- * handshake on the connection its dial opened, as DCUtR's initiator does (libp2p's upgrader reads it).
- */
-const dialOptions = (signal: AbortSignal, initiator: boolean): DialOptions => {
-  const options: DialOptions & { initiator: boolean } = { signal, force: true, initiator }
-  return options
-}
+/** A second connection to a peer we are connected to (`force`: libp2p would return the relayed one). */
+const dialOptions = (signal: AbortSignal): DialOptions => ({ signal, force: true })
 
 export const layer = Layer.scoped(
   HolePunch,
@@ -141,14 +135,16 @@ export const layer = Layer.scoped(
         Effect.sync(() =>
           options.localPort === undefined
             ? []
-            : targets.map((t) => (ports as DialPorts).bind(t, options.localPort as number)),
+            : targets.map((t) =>
+                (ports as DialPorts).bind(t, { localPort: options.localPort as number, initiator: options.initiator }),
+              ),
         ),
         () =>
           Effect.tryPromise({
             try: (signal) =>
               libp2p.dial(
                 targets.map((t) => t.encapsulate(`/p2p/${peer}`)),
-                dialOptions(AbortSignal.any([signal, AbortSignal.timeout(DIAL_MS)]), options.initiator),
+                dialOptions(AbortSignal.any([signal, AbortSignal.timeout(DIAL_MS)])),
               ),
             catch: (error) => `no answer from ${targets.map(String).join(", ")}: ${describe(error)}`,
           }),
