@@ -25,6 +25,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { Effect, type Scope } from "effect"
+import { freePort } from "../../src/testing/Ports.js"
 import type { ControlPlaneProcess } from "./ControlPlaneProcess.js"
 import * as Topology from "./Topology.js"
 
@@ -280,11 +281,19 @@ export const publicMesh = (lab: Lab, folder: string, options: Partial<Topology.O
     })
     const routers = yield* Effect.all(
       lab.public.routers.map((host, i) =>
-        Topology.router(cp, folder, `router-${i + 1}`, {
-          host,
-          metricsHost: lab.public.routerMetrics[i] as string,
-          prefix: lab.public.prefix,
-        }),
+        Effect.flatMap(
+          Effect.promise(() => freePort()),
+          (port) =>
+            Topology.router(cp, folder, `router-${i + 1}`, {
+              host,
+              port,
+              metricsHost: lab.public.routerMetrics[i] as string,
+              prefix: lab.public.prefix,
+              // libp2p announces a public listen address only once something verified it; a router's operator
+              // names its public address.
+              extraArgs: ["--external-addr", `/ip4/${host}/tcp/${port}`],
+            }),
+        ),
       ),
       { concurrency: "unbounded" },
     )
