@@ -22,6 +22,10 @@ const EXCHANGE_MS = 5_000
 const DIAL_MS = 5_000
 /** After the dial, the handshake on the new connection (its own deadline is 5 s for the dialer). */
 const ADMIT_MS = 8_000
+/** The least time between two exchanges a peer starts with us (it names the addresses we dial). */
+const ANSWER_GAP_MS = 5_000
+/** Addresses a punching dial tries at most (one per public address the peer's routers saw). */
+const MAX_PUNCH_TARGETS = 2
 /** How often the watcher looks again without a change of peers (for retries that fell due). */
 const TICK = Duration.seconds(5)
 
@@ -108,6 +112,9 @@ export const layer = Layer.scoped(
         const failed = "reason" in outcome
         punches.inc({ outcome: failed ? "failed" : "direct" })
         if (!failed) direct.inc({ how: outcome.how })
+        yield* failed
+          ? Effect.logDebug("path to peer stays relayed").pipe(Effect.annotateLogs({ peer, reason: outcome.reason }))
+          : Effect.logInfo("path to peer made direct").pipe(Effect.annotateLogs({ peer, how: outcome.how }))
         yield* Ref.update(records, (map) => {
           const failures = failed ? (map.get(peer)?.failures ?? 0) + 1 : 0
           const record: PunchRecord = failed
@@ -199,7 +206,7 @@ export const layer = Layer.scoped(
             Effect.zipRight(
               Effect.zipRight(
                 initiator ? Effect.sleep(Duration.millis(rttMs / 2)) : Effect.void,
-                dial(peer, theirs.addrs, { localPort: mine.port, initiator: !initiator }),
+                dial(peer, theirs.addrs.slice(0, MAX_PUNCH_TARGETS), { localPort: mine.port, initiator: !initiator }),
               ),
               admittedDirect(peer),
             ),
@@ -265,6 +272,13 @@ export const layer = Layer.scoped(
       return exclusive(
         peer,
         Effect.gen(function* () {
+          // A peer names the addresses we dial: one exchange per ANSWER_GAP at most, whatever it asks.
+          const now = yield* Clock.currentTimeMillis
+          const last = (yield* Ref.get(records)).get(peer)
+          if (last !== undefined && now < last.atMs + ANSWER_GAP_MS) {
+            stream.abort(new Error("too soon after the last attempt"))
+            return undefined
+          }
           const mine = yield* offer
           const theirs = yield* withStream(stream, async (side, signal) => {
             const offered = await Punch.expectConnect(side, signal)
