@@ -19,6 +19,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["toolsearch", () => import("./toolsearch.js")],
   ["agents", () => import("./agents.js")],
   ["rtt", () => import("./rtt.js")],
+  ["nat", () => import("./nat.js")],
 ]
 
 const filter = process.argv[2]

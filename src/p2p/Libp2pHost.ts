@@ -4,6 +4,7 @@
  * and every connection is handed to the gate (see Gate.ts) before it may do more than identify and ping.
  */
 import { noise } from "@chainsafe/libp2p-noise"
+import { autoNATv2 } from "@libp2p/autonat-v2"
 import { type CircuitRelayService, circuitRelayServer, circuitRelayTransport } from "@libp2p/circuit-relay-v2"
 import { generateKeyPairFromSeed } from "@libp2p/crypto/keys"
 import { type GossipSub, gossipsub, StrictSign } from "@libp2p/gossipsub"
@@ -15,6 +16,7 @@ import { tcp } from "@libp2p/tcp"
 import { createLibp2p } from "libp2p"
 import { corked } from "./CorkedTcp.js"
 import * as DialPolicy from "./DialPolicy.js"
+import { DialPorts, fromPorts } from "./DialPorts.js"
 import { type GateService, gateService, type StreamGuard } from "./Gate.js"
 import * as KnownProtocols from "./KnownProtocols.js"
 import * as LengthPrefixed from "./LengthPrefixed.js"
@@ -73,8 +75,11 @@ export interface MeshServices extends Record<string, unknown> {
   dht: KadDHT
   pubsub: GossipSub
   gate: GateService
+  autonat: unknown
   /** Routers only. */
   relay?: CircuitRelayService
+  /** Nodes only: the local port a hole punch's dial leaves from (DialPorts.ts). */
+  dialPorts?: DialPorts
 }
 
 export type MeshLibp2p = Libp2p<MeshServices>
@@ -119,6 +124,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         }),
       }
     : {}
+  const dialPorts = new DialPorts()
   const libp2p = await createLibp2p<MeshServices>({
     ...QuietLogger.option(),
     start: false,
@@ -127,7 +133,7 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
       listen: [...config.listen],
       ...(config.announce === undefined ? {} : { announce: [...config.announce] }),
     },
-    transports: router ? [corked(tcp())] : [corked(tcp()), circuitRelayTransport(RELAY_CLIENT)],
+    transports: router ? [corked(tcp())] : [corked(fromPorts(dialPorts)(tcp())), circuitRelayTransport(RELAY_CLIENT)],
     connectionEncrypters: [noise({ crypto: NoiseCrypto.crypto })],
     streamMuxers: [muxer({}, { holdEchoFor: config.optimisticProtocols ?? [] })],
     connectionGater: config.gater,
@@ -156,8 +162,14 @@ export const create = async (config: HostConfig): Promise<MeshLibp2p> => {
         // behind one NAT (or one host) are normal: the penalty would silence all of them.
         scoreParams: { IPColocationFactorWeight: 0 },
       }),
+      // Members learn whether they are reachable at a public listen address: a router dials them back there, and
+      // libp2p announces a public address only once that succeeded. Private addresses need no check (and behind a
+      // NAT there is nothing else to check: the NAT's address is found by the routers' identify, HolePunchLive).
+      // Only authenticated peers may ask (the guard), and a dial-back connection is admitted like any other.
+      autonat: autoNATv2(),
       gate: gateService(config.guard),
       ...relay,
+      ...(router ? {} : { dialPorts: () => dialPorts }),
     },
   })
   KnownProtocols.install(libp2p)

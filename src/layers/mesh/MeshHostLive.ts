@@ -504,6 +504,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
           yield* Effect.ignore(reauthenticatePeer(id))
           return Option.filter(Option.fromNullable(admissions.get(id)), (after) => after.expiresAtMs > now)
         }),
+      connections: (peer) => Effect.sync(() => admissions.authenticatedConnections(peer)),
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       connect,

@@ -23,6 +23,7 @@ import * as OnFirstUse from "../mcp/OnFirstUse.js"
 import * as ControlPlaneClientLive from "../member/ControlPlaneClientLive.js"
 import * as MembershipLive from "../member/MembershipLive.js"
 import * as MeshEventsReceiver from "../member/MeshEventsReceiver.js"
+import * as HolePunchLive from "../mesh/HolePunchLive.js"
 import * as MeshHostLive from "../mesh/MeshHostLive.js"
 import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
@@ -83,6 +84,8 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     // Agents' tokens are minted and verified from the membership alone; the proxy's serving side verifies them.
     Layer.provideMerge(AgentTokenFiles.layer.pipe(Layer.provideMerge(AgentsLive.layer))),
     Layer.provideMerge(RouterLinksLive.layer({ relaySlots: settings.relaySlots })),
+    // Members reached through a relay are upgraded to direct connections where the NATs allow it.
+    Layer.provideMerge(HolePunchLive.layer),
     Layer.provideMerge(host(settings)),
     Layer.provideMerge(membership(settings)),
     Layer.provideMerge(ControlPlaneClientLive.layer(controlPlaneUrl)),

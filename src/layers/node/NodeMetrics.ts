@@ -20,6 +20,9 @@ interface Figures {
   readonly member: boolean
   readonly agentSessions: number
   readonly peerSessions: number
+  /** Authenticated connections to members (not routers), by path. */
+  readonly direct: number
+  readonly relayed: number
 }
 
 const NONE: Figures = {
@@ -30,6 +33,8 @@ const NONE: Figures = {
   member: false,
   agentSessions: 0,
   peerSessions: 0,
+  direct: 0,
+  relayed: 0,
 }
 
 /** A count from a service of the member's context, zero where it has none. */
@@ -60,28 +65,37 @@ export const layer = Layer.scopedDiscard(
       "mesh_node_mcp_sessions",
       "MCP sessions open: side=agents on this node's /mcp, side=peers relayed for peers to this node's MCP backends.",
     )
+    const paths = metrics.gauge(
+      "mesh_node_member_connections",
+      "Authenticated connections to other members, by path: direct, or relayed through a router.",
+    )
 
     const figures = Effect.flatMap(lifecycle.phase, (phase) => {
       if (phase._tag !== "Member") return Effect.succeed(NONE)
       const host = Context.get(phase.context, MeshHost)
       const membership = Context.get(phase.context, Membership)
-      return Effect.map(
-        Effect.all([
+      return Effect.gen(function* () {
+        const [peers, expiresAtMs, agentSessions, peerSessions] = yield* Effect.all([
           host.peers,
           membership.credentialExpiresAt,
           countOf(phase.context, McpGateway, (gateway) => gateway.sessions),
           countOf(phase.context, PeerIngress, (ingress) => ingress.mcpSessions),
-        ]),
-        ([peers, expiresAtMs, agentSessions, peerSessions]) => ({
+        ])
+        const members = peers.filter((p) => p.role !== ROUTER_ROLE)
+        const connections = (yield* Effect.forEach(members, (p) => host.connections(p.peerId))).flat()
+        const direct = connections.filter((c) => c.limits === undefined).length
+        return {
           connected: new Set(host.libp2p.getConnections().map((c) => c.remotePeer.toString())).size,
           authenticated: peers.length,
-          routers: peers.filter((p) => p.role === ROUTER_ROLE).length,
+          routers: peers.length - members.length,
           expiresAtMs,
           member: true,
           agentSessions,
           peerSessions,
-        }),
-      )
+          direct,
+          relayed: connections.length - direct,
+        }
+      })
     })
 
     metrics.beforeScrape(() => {
@@ -93,6 +107,8 @@ export const layer = Layer.scopedDiscard(
       member.set({}, now.member ? 1 : 0)
       mcpSessions.set({ side: "agents" }, now.agentSessions)
       mcpSessions.set({ side: "peers" }, now.peerSessions)
+      paths.set({ path: "direct" }, now.direct)
+      paths.set({ path: "relayed" }, now.relayed)
     })
   }),
 )

@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises"
 import { Clock, Effect, Layer, Option, Redacted, Runtime, Schedule } from "effect"
 import { RouterConfig, type RouterSettings } from "../../config/RouterConfig.js"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
+import * as RelayMeter from "../../p2p/RelayMeter.js"
 import { Membership } from "../../services/member/Membership.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
@@ -52,6 +53,12 @@ const upkeep = Layer.scopedDiscard(
       "When this router's credential expires.",
     )
     const banned = metrics.gauge("mesh_router_banned_peers", "Peers this router knows to be banned.")
+    const relayedBytes = metrics.counter(
+      "mesh_router_relayed_bytes_total",
+      "Bytes this router relayed between members without a direct path, both directions.",
+    )
+    const relay = mesh.libp2p.services.relay
+    if (relay !== undefined) RelayMeter.install(relay, (bytes) => relayedBytes.inc({}, bytes))
     // The scrape callback runs outside any fiber: it runs its effects on this layer's runtime (its Clock, logger and
     // services), never on the default one.
     const runSync = Runtime.runSync(yield* Effect.runtime<never>())

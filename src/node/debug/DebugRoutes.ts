@@ -14,6 +14,7 @@ import { BadGateway, BadRequest } from "../../domain/Errors.js"
 import * as PeerKey from "../../domain/PeerKey.js"
 import * as LeaseRenewal from "../../layers/router/LeaseRenewal.js"
 import { Membership } from "../../services/member/Membership.js"
+import { HolePunch } from "../../services/mesh/HolePunch.js"
 import { MeshHost, type MeshHostService } from "../../services/mesh/MeshHost.js"
 import { RouterLinks } from "../../services/mesh/RouterLinks.js"
 import { LogRing } from "../../services/node/LogRing.js"
@@ -73,6 +74,7 @@ const connectivity = memberOr(
   Effect.gen(function* () {
     const links = yield* RouterLinks
     const host = yield* MeshHost
+    const punch = yield* HolePunch
     const request = yield* HttpServerRequest.HttpServerRequest
     const asked = new URL(request.url, "http://local").searchParams.get("peer")
     const peer =
@@ -84,6 +86,7 @@ const connectivity = memberOr(
               onRight: (id) =>
                 Effect.gen(function* () {
                   const known = yield* host.peer(id)
+                  const record = yield* punch.record(id)
                   const open = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === id)
                   const remotes = open.map((c) => c.remoteAddr.toString())
                   const relayedThrough = remotes.map(RelayReasons.relayOf).filter((router) => router.length > 0)
@@ -98,6 +101,16 @@ const connectivity = memberOr(
                     paths: remotes.map((address) => (address.includes("/p2p-circuit") ? "relayed" : "direct")),
                     relays: relayedThrough.map((router): RelayReasons.RelayedPath => ({ router, ...why })),
                     authenticated: Option.isSome(known),
+                    // The last attempt to make the path direct, and why it failed if it did.
+                    hole_punch: Option.getOrNull(
+                      Option.map(record, (r) => ({
+                        result: r.result,
+                        how: r.how ?? null,
+                        reason: r.reason ?? null,
+                        failures: r.failures,
+                        at: iso(r.atMs),
+                      })),
+                    ),
                   }
                 }),
             }),
@@ -107,6 +120,8 @@ const connectivity = memberOr(
       connected: yield* links.connected,
       // Slots held now (the circuit addresses this node announces), against the number it is configured for.
       relay_slots: { held: routers.filter((l) => l.relayed).length, wanted: links.relaySlots },
+      // Where routers see this node from: its NAT's public address when it is behind one.
+      public_addresses: yield* punch.observed,
       routers: routers.map((l) => ({
         address: l.address,
         peer_id: l.peerId,

@@ -18,6 +18,8 @@ export interface MeshHostService {
   readonly peers: Effect.Effect<ReadonlyArray<ConnectedPeer>>
   /** The peer as last verified; none when it is not authenticated or its credential has expired since. */
   readonly peer: (peerId: string) => Effect.Effect<Option.Option<AuthenticatedPeer>>
+  /** The peer's open connections that passed the handshake, direct ones first. */
+  readonly connections: (peerId: string) => Effect.Effect<ReadonlyArray<Connection>>
   /** Completes at the next change of who is connected or authenticated; watchers re-read `peers` then. */
   readonly nextChange: Effect.Effect<void>
   /** Dials and authenticates; fails if the remote refuses us or presents no valid credential (or lacks `requireRole`). */

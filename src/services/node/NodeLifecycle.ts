@@ -12,6 +12,7 @@ import type { McpGateway } from "../mcp/McpGateway.js"
 import type { PeerMcp } from "../mcp/PeerMcp.js"
 import type { StdioServers } from "../mcp/StdioServers.js"
 import type { Membership } from "../member/Membership.js"
+import type { HolePunch } from "../mesh/HolePunch.js"
 import type { MeshHost } from "../mesh/MeshHost.js"
 import type { RouterLinks } from "../mesh/RouterLinks.js"
 import type { PeerIngress } from "../proxy/PeerIngress.js"
@@ -22,6 +23,7 @@ import type { PolicyView } from "./PolicyView.js"
 export type MemberServices =
   | Membership
   | MeshHost
+  | HolePunch
   | RouterLinks
   | PolicyView
   | McpGateway
