@@ -57,11 +57,12 @@ export const answerShowsLegacy = (status: number, body: string): boolean => {
 export const envelope = (
   meta: Readonly<Record<string, unknown>> | undefined,
   client: { readonly name: string; readonly version: string },
+  capabilities: Readonly<Record<string, unknown>> = {},
 ): Record<string, unknown> => ({
   ...meta,
   [PROTOCOL_VERSION_KEY]: MODERN_VERSION,
   [CLIENT_INFO_KEY]: client,
-  [CLIENT_CAPABILITIES_KEY]: {},
+  [CLIENT_CAPABILITIES_KEY]: capabilities,
 })
 
 /** Characters a header value may carry as they are; anything else goes base64 (`=?base64?…?=`). */

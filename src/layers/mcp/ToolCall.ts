@@ -113,7 +113,11 @@ const paramsOf = (call: Call): Record<string, unknown> => {
   return {
     name: tool,
     arguments: { ...args },
-    _meta: McpEra.envelope(progress, { name: "mesh-node", version: pkg.version }),
+    _meta: McpEra.envelope(
+      progress,
+      { name: "mesh-node", version: pkg.version },
+      retry?.clientCapabilities ?? InputRequired.RELAYED_CAPABILITIES,
+    ),
     ...(retry?.inputResponses === undefined ? {} : { inputResponses: retry.inputResponses }),
     ...(retry?.requestState === undefined ? {} : { requestState: retry.requestState }),
   }

@@ -14,6 +14,7 @@ import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import * as McpEra from "../../domain/McpEra.js"
 import * as McpGrant from "../../domain/McpGrant.js"
 import * as McpOpenHeaders from "../../domain/McpOpen.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
@@ -102,6 +103,7 @@ export const layer = Layer.scoped(
     const inFlight = yield* Ref.make(0)
     const limits = (yield* NodeConfig).ingress
     const sessions = yield* McpSessions.make
+    const backendEras = yield* McpOpen.makeEras
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
@@ -299,7 +301,13 @@ export const layer = Layer.scoped(
           id === undefined && req.method === "POST"
             ? McpOpenHeaders.version(req.headers[McpOpenHeaders.OPEN])
             : undefined
-        if (wanted !== undefined) {
+        // A modern request goes to a modern backend as it is: there is no session to open.
+        const modernAsked =
+          wanted !== undefined && McpEra.isModernVersion(McpOpenHeaders.version(req.headers["mcp-protocol-version"]))
+        const opening =
+          wanted !== undefined &&
+          !(modernAsked && (yield* McpOpen.backendEra(backendEras, backend.exchange, target, req)) === "modern")
+        if (wanted !== undefined && opening) {
           const opened = yield* Effect.either(McpOpen.open(backend.exchange, target, req, wanted))
           if (Either.isLeft(opened)) {
             yield* Effect.logInfo("opening an MCP session for a peer failed").pipe(
