@@ -5,6 +5,7 @@
  * progress, and a confirmation asked by `input_required` and answered on the retry) and federates it. The server
  * hears no `initialize` and no session: every request it gets is a modern one.
  */
+import { fileURLToPath } from "node:url"
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -20,7 +21,12 @@ import { eventually, tokenHeader } from "./support.js"
 
 const POLICY = {
   roles: [
-    { name: "mesh:role:node", allowed_labels: ["*"], allowed_services: ["mcp://modern"], allowed_targets: ["*"] },
+    {
+      name: "mesh:role:node",
+      allowed_labels: ["*"],
+      allowed_services: ["mcp://modern", "mcp://modstdio"],
+      allowed_targets: ["*"],
+    },
   ],
   bindings: [],
 }
@@ -32,6 +38,15 @@ const http = (name: string, url: string): NodeFile.ServiceSpec => ({
   target_url: url,
   env: {},
 })
+
+/** The same tools over stdio, modern only: found by server/discover, served from a pool of processes. */
+const STDIO: NodeFile.ServiceSpec = {
+  name: "modstdio",
+  type: "mcp",
+  description: "modstdio, modern only, over stdio",
+  command: [process.execPath, fileURLToPath(new URL("../support/modernStdioServer.mjs", import.meta.url)), "s"],
+  env: {},
+}
 
 class Mesh extends Context.Tag("test/ModernMcpMesh")<
   Mesh,
@@ -52,10 +67,19 @@ const MeshLive = Layer.scoped(
     yield* setPolicy(cp, POLICY)
     yield* RouterHarness.make(cp)
     const b = yield* NodeHarness.make(cp, {
-      file: { labels: {}, egress: { require_labels: {} }, services: [http("modern", `${server.url}/mcp`)] },
+      file: {
+        labels: {},
+        egress: { require_labels: {} },
+        services: [http("modern", `${server.url}/mcp`), STDIO],
+      },
     })
     const a = yield* NodeHarness.make(cp, {
-      file: { labels: {}, egress: { require_labels: {} }, services: [], federate: ["mcp://modern"] },
+      file: {
+        labels: {},
+        egress: { require_labels: {} },
+        services: [],
+        federate: ["mcp://modern", "mcp://modstdio"],
+      },
     })
     const c = yield* NodeHarness.make(cp, { file: { labels: {}, egress: { require_labels: {} }, services: [] } })
     yield* Effect.all([a.connected, b.connected, c.connected], { concurrency: "unbounded" })
@@ -200,6 +224,62 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("a 
         .map((h) => h.method)
       expect(since).not.toContain("initialize")
       expect(since.filter((m) => m === "tools/call")).toHaveLength(2)
+    }),
+  )
+
+  it.scoped("over stdio too: found, called with progress and an input_required answered, federated", () =>
+    Effect.gen(function* () {
+      const { a, bId } = yield* Mesh
+      const client = yield* agent(a)
+      const found = yield* eventually(
+        60,
+        call(client, "find_remote_tools", { service_name: "modstdio" }),
+        (r) => r.isError !== true && rowsOf(r).filter((row) => row.error === undefined).length === 3,
+      )
+      expect(
+        rowsOf(found)
+          .map((row) => row.tool_name)
+          .sort(),
+      ).toEqual(["mcp://modstdio/confirm", "mcp://modstdio/count", "mcp://modstdio/echo"])
+      const described = yield* call(client, "describe_remote_tool", { peer_id: bId, tool_name: "mcp://modstdio/echo" })
+      expect(described.isError, textOf(described)).not.toBe(true)
+      const progress: Array<Progress> = []
+      const counted = yield* Effect.promise(() =>
+        client.request(
+          {
+            method: "tools/call",
+            params: {
+              name: "call_remote_tool",
+              arguments: { peer_id: bId, tool_name: "mcp://modstdio/count", arguments: { steps: 2 } },
+            },
+          },
+          CallToolResultSchema,
+          { onprogress: (p) => progress.push(p) },
+        ),
+      )
+      expect(textOf(counted), textOf(counted)).toBe("s:counted 2")
+      expect(progress.map((p) => p.progress)).toEqual([1, 2])
+      const target = { peer_id: bId, tool_name: "mcp://modstdio/confirm", arguments: { action: "stop" } }
+      const asked = yield* call(client, "call_remote_tool", target)
+      const state = (asked.structuredContent as { requestState?: string }).requestState
+      expect(state, textOf(asked)).toBeTypeOf("string")
+      const done = yield* call(client, "call_remote_tool", {
+        ...target,
+        input_responses: { confirm: { action: "accept", content: { confirm: false } } },
+        request_state: state,
+      })
+      expect(textOf(done)).toBe("s:did not stop")
+      const listed = yield* eventually(
+        60,
+        Effect.map(
+          Effect.promise(() => client.listTools()),
+          (all) => all.tools.map((t) => t.name),
+        ),
+        (all) => all.includes("modstdio__echo"),
+      )
+      expect(listed).toContain("modstdio__count")
+      const echoed = yield* call(client, "modstdio__echo", { text: "pooled" })
+      expect(textOf(echoed)).toBe("s:pooled")
     }),
   )
 
