@@ -96,13 +96,30 @@ export const backendEra = (
   eras: BackendEras,
   exchange: Backend.Exchange,
   target: Backend.Target,
-  req: IncomingMessage,
+  req: Pick<IncomingMessage, "headers">,
 ): Effect.Effect<McpEra.Era> =>
   Effect.gen(function* () {
     const key = `${target.service.name} ${target.targetUrl}${target.path}`
     const now = yield* Clock.currentTimeMillis
     const known = (yield* Ref.get(eras)).get(key)
     if (known !== undefined && now - known.atMs < Duration.toMillis(ERA_TTL)) return known.era
+    // Known but old: answered as known, asked again beside the request (a first call pays no local round trip).
+    if (known !== undefined) {
+      yield* Effect.forkDaemon(ask(eras, exchange, target, req, key, now))
+      return known.era
+    }
+    return yield* ask(eras, exchange, target, req, key, now)
+  })
+
+const ask = (
+  eras: BackendEras,
+  exchange: Backend.Exchange,
+  target: Backend.Target,
+  req: Pick<IncomingMessage, "headers">,
+  key: string,
+  now: number,
+): Effect.Effect<McpEra.Era> =>
+  Effect.gen(function* () {
     const body = {
       jsonrpc: "2.0",
       id: McpOpen.DISCOVER_ID,

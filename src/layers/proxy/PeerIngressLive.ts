@@ -8,7 +8,7 @@
  * a caller's first request may ask for its session to be opened here (McpOpen).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
@@ -116,6 +116,33 @@ export const layer = Layer.scoped(
     )
     const streams = new IngressStreams(limits, deadlines)
     const backend = yield* Backend.make(limits.backendHeadersTimeout, deadlines)
+    // The era of each HTTP MCP backend, asked from the start and kept fresh, so that a caller's first modern request
+    // finds it known: no `server/discover` in its path.
+    const eraWarming = Effect.forEach(
+      [...services.values()].filter((s) => s.service.type === "mcp" && s.backend !== undefined),
+      ({ service, backend: target }) =>
+        target === undefined || service.target_url === undefined
+          ? Effect.void
+          : McpOpen.backendEra(
+              backendEras,
+              backend.exchange,
+              {
+                service,
+                targetUrl: service.target_url,
+                backend: target,
+                path: "",
+                query: "",
+                caller: { peerId: host.peerId, role: "node", labels: {} },
+              },
+              { headers: {} },
+            ),
+      { discard: true, concurrency: 4 },
+    )
+    yield* eraWarming.pipe(
+      Effect.repeat(Schedule.spaced(McpOpen.ERA_TTL)),
+      Effect.catchAllCause((cause) => Effect.logDebug("asking MCP backends their era failed", cause)),
+      Effect.forkScoped,
+    )
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
