@@ -125,7 +125,7 @@ const roundTrips = (
     baselineName: `the link's RTT (${DELAY_MS} ms each way), measured`,
     baseline: rtt,
     ratio: added / rtt,
-    ...(goal === undefined ? {} : { goal: `<= ${goal.toFixed(1)} RTT`, met: added / rtt <= goal }),
+    ...(goal === undefined ? {} : { goal: `<= ${goal} RTT`, met: added / rtt <= goal }),
     notes: `${notes}; through the mesh ${ms(mesh)} (n=${mesh.length}); direct ${ms(direct)} (n=${direct.length}); a byte across the link and back ${ms(link)} (n=${link.length})`,
   }
 }
