@@ -14,7 +14,8 @@
  * package), interleaved with their direct counterparts. Cold: the first proxied request to B (it opens the
  * connection), the first `call_remote_tool` to each of several MCP services of B that A has not called yet (the
  * connection is open; once before the warm rounds, the processes' first sessions, and once after), the first
- * streamed completion.
+ * streamed completion. The same for a modern-only (2026-07-28) MCP server on B: its warm `call_remote_tool`, and the
+ * first call to each of several such services (one self-describing request: no session to open anywhere).
  *
  * Then, on loopback without delay, two more pairs of nodes: one started with the default V8 flags
  * (`--optimize-for-size`, src/platform/memory.ts) and one with `MESH_V8_FLAGS=` (V8's own defaults), their proxied
@@ -24,6 +25,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
@@ -123,14 +125,14 @@ const roundTrips = (
     baselineName: `the link's RTT (${DELAY_MS} ms each way), measured`,
     baseline: rtt,
     ratio: added / rtt,
-    ...(goal === undefined ? {} : { goal: `<= ${goal.toFixed(1)} RTT`, met: added / rtt <= goal }),
+    ...(goal === undefined ? {} : { goal: `<= ${goal} RTT`, met: added / rtt <= goal }),
     notes: `${notes}; through the mesh ${ms(mesh)} (n=${mesh.length}); direct ${ms(direct)} (n=${direct.length}); a byte across the link and back ${ms(link)} (n=${link.length})`,
   }
 }
 
 const measure = (
   folder: string,
-  backends: { readonly openai: string; readonly mcp: string; readonly loopback: string },
+  backends: { readonly openai: string; readonly mcp: string; readonly modern: string; readonly loopback: string },
 ): Effect.Effect<ReadonlyArray<Entry>, unknown, Scope.Scope> =>
   Effect.gen(function* () {
     const forwarder = (port: number) =>
@@ -149,6 +151,8 @@ const measure = (
       `  - { name: ${name}, type: inference, target_url: '${url}' }`
     const mcp = (name: string) => `  - { name: ${name}, type: mcp, target_url: '${backends.mcp}' }`
     const mcpNames = Array.from({ length: MCP_SERVICES }, (_, i) => `bench-${i + 1}`)
+    const modernNames = Array.from({ length: 1 + COLD }, (_, i) => `modern-${i + 1}`)
+    const modern = (name: string) => `  - { name: ${name}, type: mcp, target_url: '${backends.modern}' }`
     const delayedNode = (name: string, services: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
@@ -168,7 +172,7 @@ const measure = (
     const [a, b, c, d, e, f] = yield* Effect.all(
       [
         delayedNode("a", []),
-        delayedNode("b", [inference("bench"), ...mcpNames.map(mcp)]),
+        delayedNode("b", [inference("bench"), ...mcpNames.map(mcp), ...modernNames.map(modern)]),
         loopbackNode("c", undefined, []),
         loopbackNode("d", undefined, [inference("bench", backends.loopback)]),
         loopbackNode("e", "", []),
@@ -184,6 +188,7 @@ const measure = (
     yield* Effect.all(
       [
         ...mcpNames.map((name) => discovered(a.node, bId, "mcp", name)),
+        ...modernNames.map((name) => discovered(a.node, bId, "mcp", name)),
         discovered(a.node, bId, "inference", "bench"),
         discovered(c, dId, "inference", "bench"),
         discovered(e, fId, "inference", "bench"),
@@ -215,6 +220,17 @@ const measure = (
       })) as CallToolResult
       if (result.isError === true || textOf(result) !== TEXT) throw new Error(`call_remote_tool: ${textOf(result)}`)
     }
+    // A modern-only server: the direct counterpart is the SDK v2 client pinned to 2026-07-28 (no session).
+    const straightModern = new ModernClient(
+      { name: "bench-rtt", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    )
+    yield* Effect.promise(() => straightModern.connect(new ModernTransport(new URL(backends.modern))))
+    yield* Effect.addFinalizer(() => Effect.promise(() => straightModern.close()))
+    const callModernDirect = async () => {
+      const result = (await straightModern.callTool({ name: "echo", arguments: { text: TEXT } })) as CallToolResult
+      if (textOf(result) !== TEXT) throw new Error("the modern backend's echo went wrong")
+    }
     const callDirect = async () => {
       const result = (await straight.callTool({ name: "echo", arguments: { text: TEXT } })) as CallToolResult
       if (textOf(result) !== TEXT) throw new Error("the backend's echo went wrong")
@@ -224,6 +240,9 @@ const measure = (
     for (const service of mcpNames.slice(1, 1 + COLD)) {
       coldCalls.push(yield* Effect.promise(() => timed(callRemote(service))))
     }
+
+    const coldModern: Array<number> = []
+    for (const service of modernNames.slice(1)) coldModern.push(yield* Effect.promise(() => timed(callRemote(service))))
 
     const openaiVia = (baseURL: string, fetcher?: typeof globalThis.fetch) =>
       new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, ...(fetcher === undefined ? {} : { fetch: fetcher }) })
@@ -246,6 +265,8 @@ const measure = (
       models: [] as Array<number>,
       call: [] as Array<number>,
       echo: [] as Array<number>,
+      modern: [] as Array<number>,
+      modernDirect: [] as Array<number>,
       completion: [] as Array<number>,
       completionDirect: [] as Array<number>,
       link: [] as Array<number>,
@@ -257,6 +278,8 @@ const measure = (
           models: await timed(() => get(fetch, directModels)),
           call: await timed(callRemote(mcpNames[0] ?? "")),
           echo: await timed(callDirect),
+          modern: await timed(callRemote(modernNames[0] ?? "")),
+          modernDirect: await timed(callModernDirect),
           completion: await firstChunk(throughA, bId),
           completionDirect: await firstChunk(toBackend),
           link: await link.roundTrip(),
@@ -356,6 +379,22 @@ const measure = (
         `first call to each of ${laterColdCalls.length} more services of B, after the warm rounds: ${laterColdCalls.map((x) => x.toFixed(1)).join(", ")} ms`,
       ),
       roundTrips(
+        `RTT: call_remote_tool to a modern (2026-07-28) server, warm (${RTT_MS} ms RTT)`,
+        samples.modern,
+        samples.modernDirect,
+        samples.link,
+        goals.rtt.warm,
+        `MCP SDK client on A's /mcp, echo on B's modern-only server (SDK v2, legacy: 'reject'); direct: SDK v2 client pinned to 2026-07-28; ${interleaved}`,
+      ),
+      roundTrips(
+        `RTT: call_remote_tool to a modern (2026-07-28) server, first call (${RTT_MS} ms RTT)`,
+        coldModern,
+        samples.modernDirect,
+        samples.link,
+        goals.rtt.firstModernCall,
+        `first call to each of ${coldModern.length} modern services of B not called or listed before, over an open connection: ${coldModern.map((x) => x.toFixed(1)).join(", ")} ms`,
+      ),
+      roundTrips(
         `RTT: remote completion, time to first chunk, warm (${RTT_MS} ms RTT)`,
         samples.completion,
         samples.completionDirect,
@@ -383,10 +422,16 @@ const measure = (
   })
 
 export const run = async (): Promise<ReadonlyArray<Entry>> => {
-  const [openaiPort, mcpPort, loopbackPort] = [await freePort(), await freePort(), await freePort()]
+  const [openaiPort, mcpPort, modernPort, loopbackPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ]
   const backends = {
     openai: `http://127.0.0.1:${openaiPort}`,
     mcp: `http://127.0.0.1:${mcpPort}/mcp`,
+    modern: `http://127.0.0.1:${modernPort}/mcp`,
     // The loopback pairs' provider serves another model, so that A's completions can only go to B.
     loopback: `http://127.0.0.1:${loopbackPort}`,
   }
@@ -394,6 +439,7 @@ export const run = async (): Promise<ReadonlyArray<Entry>> => {
     await start("bench/servers/openai.ts", [String(openaiPort), MODEL], `${backends.openai}/v1/models`),
     await start("bench/servers/openai.ts", [String(loopbackPort), "loopback-model"], `${backends.loopback}/v1/models`),
     await start("bench/servers/mcp.ts", [String(mcpPort)], `http://127.0.0.1:${mcpPort}/healthz`),
+    await start("bench/servers/modernMcp.ts", [String(modernPort)], `http://127.0.0.1:${modernPort}/healthz`),
   ]
   const folder = mkdtempSync(join(tmpdir(), "mesh-bench-rtt-"))
   try {

@@ -38,7 +38,7 @@ export const goals = {
    * backend (p50 − p50), over the link's round-trip time. One round trip is the physical limit of a call to a peer
    * already connected; a first `call_remote_tool` may pay one more to open its MCP session.
    */
-  rtt: { warm: 1.1, coldCallRemoteTool: 2.1 },
+  rtt: { warm: 1.1, coldCallRemoteTool: 2.1, firstModernCall: 1.15 },
   /** Search by intent: the share of the corpus's intents whose expected tool is among the first five. */
   toolSearch: { recallAt5: 0.8 },
   /** What checking an agent token adds to a request on the serving peer, at p50, in ms (a token seen before). */

@@ -13,6 +13,12 @@ export const MAX_ANSWER_BYTES = 256 * 1024
 export const MAX_ROUNDS = 8
 const MAX_KEY = 128
 
+/**
+ * The client capabilities a modern call declares by default: an input request of either kind can be carried back to
+ * the agent (call_remote_tool presents it, the gateway in the agent's own era), so the server may ask for it.
+ */
+export const RELAYED_CAPABILITIES: Readonly<Record<string, unknown>> = { elicitation: { form: {} }, sampling: {} }
+
 /** The requests a server may embed: what a 2025-era server would have sent as requests of its own. */
 export const METHODS: ReadonlySet<string> = new Set(["elicitation/create", "sampling/createMessage", "roots/list"])
 

@@ -53,22 +53,16 @@ export const answerShowsLegacy = (status: number, body: string): boolean => {
   return code === undefined || !MODERN_ERROR_CODES.has(code)
 }
 
-/**
- * What the node declares it can answer: every input a modern tool may ask for (`input_required`), since the node
- * passes it on to its agent (McpGateway: as `input_required` to a modern agent, as requests in a 2025 agent's
- * session), and an agent that cannot answer gets a tool error there.
- */
-export const CLIENT_CAPABILITIES = { elicitation: { form: {} }, sampling: {}, roots: {} } as const
-
 /** The envelope a modern request carries in its `_meta`, merged over what the request already had there. */
 export const envelope = (
   meta: Readonly<Record<string, unknown>> | undefined,
   client: { readonly name: string; readonly version: string },
+  capabilities: Readonly<Record<string, unknown>> = {},
 ): Record<string, unknown> => ({
   ...meta,
   [PROTOCOL_VERSION_KEY]: MODERN_VERSION,
   [CLIENT_INFO_KEY]: client,
-  [CLIENT_CAPABILITIES_KEY]: CLIENT_CAPABILITIES,
+  [CLIENT_CAPABILITIES_KEY]: capabilities,
 })
 
 /** Characters a header value may carry as they are; anything else goes base64 (`=?base64?…?=`). */

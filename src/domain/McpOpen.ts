@@ -6,6 +6,10 @@
  * to a peer's service costs one round trip across the mesh instead of two. A serving node that cannot open one
  * answers as the service answers a request without a session (400 or 404, nothing run); the caller then opens it
  * the ordinary way. Both headers are the nodes' own: stripped from what callers send and what backends answer.
+ *
+ * A modern (2026-07-28) request may ask it too: the caller does not know yet which era the service speaks. A serving
+ * node whose backend is modern passes the request on as it is and opens nothing (no `OPENED`); one whose backend is
+ * legacy opens the session and runs the request in it, so the caller's first call is one request in either era.
  */
 export const OPEN = "x-mesh-mcp-open"
 export const OPENED = "x-mesh-mcp-opened"
@@ -35,6 +39,33 @@ export const INITIALIZED = { jsonrpc: "2.0" as const, method: "notifications/ini
  * whose data is the answer to id 0); undefined for anything else, an error answer included.
  */
 export const agreedVersion = (contentType: string, body: string): string | undefined => {
+  for (const message of messagesOf(contentType, body)) {
+    const { id, result } = message as { id?: unknown; result?: { protocolVersion?: unknown } }
+    if (id !== 0 || typeof result !== "object" || result === null) continue
+    return version(typeof result.protocolVersion === "string" ? result.protocolVersion : undefined)
+  }
+  return undefined
+}
+
+/** The id of the `server/discover` a serving node sends its backend to learn its era. */
+export const DISCOVER_ID = "mesh-discover"
+
+/**
+ * The versions a `server/discover` answer names (JSON or an event stream: the answer to DISCOVER_ID); undefined for
+ * anything else, an error answer included.
+ */
+export const discoveredVersions = (contentType: string, body: string): ReadonlyArray<string> | undefined => {
+  for (const message of messagesOf(contentType, body)) {
+    const { id, result } = message as { id?: unknown; result?: { supportedVersions?: unknown } }
+    if (id !== DISCOVER_ID || typeof result !== "object" || result === null) continue
+    const versions = result.supportedVersions
+    return Array.isArray(versions) ? versions.filter((v): v is string => typeof v === "string").slice(0, 64) : []
+  }
+  return undefined
+}
+
+/** The JSON-RPC messages of an answer sent as JSON or as an event stream (objects only). */
+const messagesOf = (contentType: string, body: string): ReadonlyArray<object> => {
   const messages = contentType.includes("text/event-stream")
     ? body
         .split(/\r?\n\r?\n/)
@@ -47,17 +78,14 @@ export const agreedVersion = (contentType: string, body: string): string | undef
         )
         .filter((data) => data.length > 0)
     : [body]
+  const out: Array<object> = []
   for (const data of messages) {
-    let message: unknown
     try {
-      message = JSON.parse(data)
+      const message: unknown = JSON.parse(data)
+      if (typeof message === "object" && message !== null) out.push(message)
     } catch {
-      continue
+      // Not JSON: skipped.
     }
-    if (typeof message !== "object" || message === null) continue
-    const { id, result } = message as { id?: unknown; result?: { protocolVersion?: unknown } }
-    if (id !== 0 || typeof result !== "object" || result === null) continue
-    return version(typeof result.protocolVersion === "string" ? result.protocolVersion : undefined)
   }
-  return undefined
+  return out
 }

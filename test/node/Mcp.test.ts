@@ -187,7 +187,9 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
           expect(call?.inputSchema.required).toEqual(["peer_id", "tool_name"])
           expect(Object.keys(call?.inputSchema.properties ?? {}).sort()).toEqual([
             "arguments",
+            "input_responses",
             "peer_id",
+            "request_state",
             "required_labels",
             "tool_name",
           ])

@@ -14,9 +14,12 @@ import { expect, layer } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Client as V1Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport as V1Transport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { createMcpHandler, Server } from "@modelcontextprotocol/server"
 import { Context, Duration, Effect, Exit, Layer, Ref, Scope } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type * as NodeFile from "../../src/domain/NodeFile.js"
+import * as WebExchange from "../../src/layers/mcp/modern/WebExchange.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
@@ -38,7 +41,7 @@ const POLICY = {
     {
       name: "mesh:role:node",
       allowed_labels: ["*"],
-      allowed_services: ["mcp://demo", "mcp://late"],
+      allowed_services: ["mcp://demo", "mcp://late", "mcp://asker"],
       allowed_targets: ["*"],
     },
   ],
@@ -94,11 +97,16 @@ const MeshLive = Layer.scoped(
   Effect.gen(function* () {
     const demo = yield* Backends.demoMcp("b")
     const late = yield* Backends.demoMcp("late")
+    const asking = yield* asker()
     const cp = yield* ControlPlaneHarness.make({ autoApproveEnrollment: true })
     yield* setPolicy(cp, POLICY)
     yield* RouterHarness.make(cp)
     const b = yield* NodeHarness.make(cp, {
-      file: { labels: {}, egress: { require_labels: {} }, services: [http("demo", `${demo.url}/mcp`)] },
+      file: {
+        labels: {},
+        egress: { require_labels: {} },
+        services: [http("demo", `${demo.url}/mcp`), http("asker", `${asking.url}/mcp`)],
+      },
     })
     const a = yield* NodeHarness.make(cp, {
       file: { labels: {}, egress: { require_labels: {} }, services: [], federate: ["mcp://late"] },
@@ -117,6 +125,58 @@ const MeshLive = Layer.scoped(
     }
   }),
 )
+
+/**
+ * A modern-only MCP server on the 2.x SDK (`legacy: 'reject'`) whose `confirm` tool asks for a confirmation first:
+ * `input_required` with an elicitation, then, on the retry, what the answer was.
+ */
+const asker = () => {
+  const handler = createMcpHandler(
+    () => {
+      const server = new Server({ name: "asker", version: "1.0.0" }, { capabilities: { tools: {} } })
+      server.setRequestHandler("tools/list", () => ({
+        tools: [
+          {
+            name: "confirm",
+            description: "Asks before it acts",
+            inputSchema: { type: "object", properties: { item: { type: "string" } }, required: ["item"] },
+          },
+        ],
+      }))
+      server.setRequestHandler("tools/call", (request, ctx) => {
+        const answer = ctx.mcpReq.inputResponses?.sure
+        const item = String(request.params.arguments?.item)
+        if (answer === undefined) {
+          return {
+            resultType: "input_required",
+            inputRequests: {
+              sure: {
+                method: "elicitation/create",
+                params: {
+                  mode: "form",
+                  message: `Delete ${item}?`,
+                  requestedSchema: { type: "object", properties: { sure: { type: "boolean" } }, required: ["sure"] },
+                },
+              },
+            },
+            requestState: "asked-once",
+          } as never
+        }
+        return { content: [{ type: "text", text: `confirmed ${item}: ${JSON.stringify(answer)}` }] }
+      })
+      return server
+    },
+    { legacy: "reject" },
+  )
+  return Backends.listen((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.once("end", () => {
+      const exchange = WebExchange.toRequest(req, req.method === "POST" ? Buffer.concat(chunks) : undefined)
+      void handler.fetch(exchange.request).then((response) => WebExchange.write(response, res))
+    })
+  })
+}
 
 type Mode = "pinned" | "auto" | "default"
 
@@ -408,5 +468,57 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
         }),
       )
     }),
+  )
+
+  it.effect(
+    "a modern-only tool's elicitation reaches a modern agent as input_required, a 2025 agent in its session",
+    () =>
+      Effect.gen(function* () {
+        const { a, bId } = yield* Mesh
+        const ANSWER = { action: "accept" as const, content: { sure: true } }
+        const call = {
+          name: "call_remote_tool",
+          arguments: { peer_id: bId, tool_name: "mcp://asker/confirm", arguments: { item: "x" } },
+        }
+        const expected = `confirmed x: ${JSON.stringify(ANSWER)}`
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const modern = yield* Effect.acquireRelease(
+              Effect.promise(async () => {
+                const client = new Client(
+                  { name: "test-agent", version: "1.0.0" },
+                  { capabilities: { elicitation: {} }, versionNegotiation: { mode: { pin: MODERN } } },
+                )
+                client.setRequestHandler("elicitation/create", () => ANSWER)
+                await client.connect(
+                  new StreamableHTTPClientTransport(new URL(`${a.url}/mcp`), {
+                    requestInit: { headers: tokenHeader(a) },
+                  }),
+                )
+                return client
+              }),
+              (client) => Effect.promise(() => client.close()),
+            )
+            expect(textOf(yield* Effect.promise(() => modern.callTool(call)))).toBe(expected)
+
+            const old = yield* Effect.acquireRelease(
+              Effect.promise(async () => {
+                const client = new V1Client(
+                  { name: "test-agent", version: "1.0.0" },
+                  { capabilities: { elicitation: {} } },
+                )
+                client.setRequestHandler(ElicitRequestSchema, () => ANSWER)
+                await client.connect(
+                  new V1Transport(new URL(`${a.url}/mcp`), { requestInit: { headers: tokenHeader(a) } }),
+                )
+                return client
+              }),
+              (client) => Effect.promise(() => client.close()),
+            )
+            const elicited = (yield* Effect.promise(() => old.callTool(call))) as { readonly content?: unknown }
+            expect(textOf(elicited)).toBe(expected)
+          }),
+        )
+      }),
   )
 })

@@ -149,7 +149,11 @@ export const refusing = (status: number) =>
 export interface StatefulMcp extends Backend {
   /** Sessions opened so far, by the calling peer the serving node named (`X-Mesh-Peer-Id`), `direct` for none. */
   readonly sessionsBy: (caller: string) => number
-  /** POSTs that came without a session and were not an initialize (refused, nothing run). */
+  /**
+   * POSTs of the 2025 era that came without a session and were not an initialize (refused, nothing run). Modern
+   * (2026-07-28) requests are not counted: a dual-era client sends one first to learn the server's era, as the spec
+   * says, and a 2025-era server refuses it.
+   */
   readonly unsessioned: () => number
   /** While on, a tools/call has its connection cut before any answer: the backend gone mid-call. */
   readonly cutCalls: (on: boolean) => void
@@ -209,7 +213,8 @@ export const statefulMcp = (port?: number, options: { readonly json?: boolean } 
           return void res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "Session not found" } }))
         }
         const caller = String(req.headers["x-mesh-peer-id"] ?? "direct")
-        if (req.method === "POST" && !isInitializeRequest(body)) unsessioned += 1
+        const modern = String(req.headers["mcp-protocol-version"] ?? "") >= "2026-07-28"
+        if (req.method === "POST" && !isInitializeRequest(body) && !modern) unsessioned += 1
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: randomUUID,
           enableJsonResponse: options.json === true,

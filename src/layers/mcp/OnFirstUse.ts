@@ -29,8 +29,8 @@ export const peerMcp = Lazy.service(
   () => import("./PeerMcpLive.js").then((module) => module.layer),
   (use, peek) => ({
     listTools: (peerId, service, timeout) => Effect.flatMap(use, (real) => real.listTools(peerId, service, timeout)),
-    callTool: (peerId, service, tool, args, onProgress) =>
-      Effect.flatMap(use, (real) => real.callTool(peerId, service, tool, args, onProgress)),
+    callTool: (peerId, service, tool, args, onProgress, retry) =>
+      Effect.flatMap(use, (real) => real.callTool(peerId, service, tool, args, onProgress, retry)),
     sessions: Effect.flatMap(peek, Option.match({ onNone: () => Effect.succeed(0), onSome: (real) => real.sessions })),
   }),
 )

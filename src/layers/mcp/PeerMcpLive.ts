@@ -670,12 +670,13 @@ const make = ({ maxSessions, idle }: Limits) =>
       Effect.gen(function* () {
         const key = `${peerId}/${service}`
         const era = yield* Eras.get(eras, key)
+        const answering = retry?.inputResponses !== undefined || retry?.requestState !== undefined
         const unanswerable = fail(
           "failed",
           `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`,
         )
         if (era === "legacy") {
-          if (retry !== undefined) return yield* unanswerable
+          if (answering) return yield* unanswerable
           return yield* legacyCall(peerId, service, tool, args, onProgress)
         }
         // The era unknown, one call finds it out; calls made meanwhile wait for the answer's headers, not its end.
@@ -727,7 +728,7 @@ const make = ({ maxSessions, idle }: Limits) =>
         if (legacySession) return yield* settled(exit)
         if (isLegacy(exit)) {
           yield* Eras.set(eras, key, "legacy")
-          if (retry !== undefined) return yield* unanswerable
+          if (answering) return yield* unanswerable
           return yield* legacyCall(peerId, service, tool, args, onProgress)
         }
         return yield* settled(exit)

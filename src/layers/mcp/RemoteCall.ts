@@ -48,6 +48,8 @@ export interface Options {
    */
   readonly inputResponses?: Readonly<Record<string, unknown>>
   readonly requestState?: string
+  /** The client capabilities the call declares to a modern server (InputRequired.RELAYED_CAPABILITIES by default). */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>
   /** How many times this call was retried already; past InputRequired.MAX_ROUNDS it is refused. */
   readonly round?: number
 }
@@ -60,15 +62,17 @@ export const call = (
   options: Options = {},
 ): Effect.Effect<RemoteResult, PeerMcpError, PeerMcp | MeshHost> =>
   Effect.gen(function* () {
-    const { inputResponses, requestState } = options
+    const { inputResponses, requestState, clientCapabilities } = options
+    const retrying = inputResponses !== undefined || requestState !== undefined
     const retry =
-      inputResponses === undefined && requestState === undefined
+      !retrying && clientCapabilities === undefined
         ? undefined
         : {
             ...(inputResponses === undefined ? {} : { inputResponses }),
             ...(requestState === undefined ? {} : { requestState }),
+            ...(clientCapabilities === undefined ? {} : { clientCapabilities }),
           }
-    if (retry !== undefined) {
+    if (retry !== undefined && retrying) {
       if ((options.round ?? 1) > InputRequired.MAX_ROUNDS) {
         return yield* new PeerMcpError({
           reason: "failed",

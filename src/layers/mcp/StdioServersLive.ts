@@ -12,6 +12,7 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Layer, Ref, Schedule, Scope } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
 import { BadGateway, BadRequest, PayloadTooLarge, RateLimited, Unavailable } from "../../domain/Errors.js"
+import * as McpEra from "../../domain/McpEra.js"
 import * as McpGrant from "../../domain/McpGrant.js"
 import { DEFAULT_MAX_PROCESSES, type ServiceSpec } from "../../domain/NodeFile.js"
 import { MAX_KEY_LENGTH } from "../../domain/ServiceKeys.js"
@@ -20,6 +21,7 @@ import { describe } from "../../platform/Describe.js"
 import { StdioServers } from "../../services/mcp/StdioServers.js"
 import * as Bridge from "./stdio/Bridge.js"
 import * as McpProcess from "./stdio/McpProcess.js"
+import * as ModernPool from "./stdio/ModernPool.js"
 import * as ToolPages from "./ToolPages.js"
 import * as Unchecked from "./Unchecked.js"
 
@@ -109,6 +111,8 @@ export const layer = Layer.scoped(
     >(new Map())
 
     const limitOf = (spec: ServiceSpec) => spec.max_processes ?? DEFAULT_MAX_PROCESSES
+    /** The era each service's server speaks, as its `server/discover` showed (asked once per program run here). */
+    const eras = yield* Ref.make<ReadonlyMap<string, McpEra.Era>>(new Map())
 
     /**
      * Takes one of the service's process slots: "full" when none is free, "share" when the caller already holds its
@@ -135,6 +139,45 @@ export const layer = Layer.scoped(
         total: decrement(state.total, name),
         byCaller: caller === undefined ? state.byCaller : decrement(state.byCaller, `${name} ${caller}`),
       }))
+
+    const pool = yield* ModernPool.make({
+      take: (spec, caller) => takeSlot(spec, caller),
+      free: (n, c) => freeSlot(n, c),
+    })
+
+    /** The service's era: asked of a process of its own (in a slot) the first time; legacy if it cannot be asked. */
+    const eraOf = (spec: ServiceSpec) =>
+      Effect.gen(function* () {
+        const known = (yield* Ref.get(eras)).get(spec.name)
+        if (known !== undefined) return known
+        if ((yield* takeSlot(spec)) !== "taken") return "legacy" as const
+        const era = yield* ModernPool.discover(spec).pipe(
+          Effect.orElseSucceed(() => "legacy" as const),
+          Effect.ensuring(freeSlot(spec.name)),
+        )
+        yield* Ref.update(eras, (map) => new Map(map).set(spec.name, era))
+        return era
+      })
+
+    /** A modern request, without a session: served from the pool if the server is modern. */
+    const serveModern = (spec: ServiceSpec, caller: string, req: IncomingMessage, res: ServerResponse, mcp?: Checked) =>
+      Effect.gen(function* () {
+        if ((yield* eraOf(spec)) !== "modern") {
+          return rpcError(res, 400, "Bad Request: no session; send initialize first")
+        }
+        const body = mcp !== undefined && mcp.message !== undefined ? mcp.message : yield* readJson(req)
+        const limit = limitOf(spec)
+        yield* pool.serve(spec, caller, body, mcp?.grant ?? McpGrant.SERVICE, res, req).pipe(
+          Effect.mapError((why): Unavailable | RateLimited =>
+            why === "full"
+              ? new Unavailable({ message: `the mcp service ${spec.name} runs at most ${limit} processes, all in use` })
+              : new RateLimited({
+                  message: `the mcp service ${spec.name} runs at most ${callerShare(limit)} of its ${limit} processes for one caller`,
+                  retryAfterSeconds: 5,
+                }),
+          ),
+        )
+      })
 
     const update = (id: string, f: (entry: Entry) => Entry) =>
       Ref.update(sessions, (map) => {
@@ -212,6 +255,10 @@ export const layer = Layer.scoped(
         const id = Array.isArray(header) ? header[0] : header
         if (id === undefined) {
           if (req.method !== "POST") return rpcError(res, 400, "Bad Request: no session; send initialize first")
+          const version = req.headers["mcp-protocol-version"]
+          if (McpEra.isModernVersion(typeof version === "string" ? version : undefined)) {
+            return yield* serveModern(spec, caller, req, res, mcp)
+          }
           return yield* open(spec, caller, req, res, mcp)
         }
         const entry = (yield* Ref.get(sessions)).get(id)
@@ -262,10 +309,24 @@ export const layer = Layer.scoped(
         const inUse = [...(yield* Ref.get(sessions)).values()].some((e) => e.bridge.service === spec.name)
         // Sessions are being served, or it answered lately: its tools are those it listed last.
         if (last !== undefined && (inUse || now - last.atMs < Duration.toMillis(PROBE_KEEP))) return last.names
-        if ((yield* takeSlot(spec)) !== "taken") {
+        const modern = (yield* eraOf(spec)) === "modern"
+        if (!modern && (yield* takeSlot(spec)) !== "taken") {
           return last?.names ?? (yield* Effect.fail(`all ${limitOf(spec)} processes are in use`))
         }
-        const names = yield* listTools(spec).pipe(Effect.ensuring(freeSlot(spec.name)))
+        const names =
+          (yield* eraOf(spec)) === "modern"
+            ? [
+                ...new Set(
+                  (yield* pool.toolNames(spec, ToolPages.MAX_TOOLS).pipe(
+                    Effect.mapError((why) => (why === "full" || why === "share" ? "all processes are in use" : why)),
+                    Effect.timeoutFail({
+                      duration: PROBE_TIMEOUT,
+                      onTimeout: () => `no answer within ${Duration.format(PROBE_TIMEOUT)}`,
+                    }),
+                  )).filter((n) => n.length > 0 && n.length <= MAX_KEY_LENGTH),
+                ),
+              ].sort()
+            : yield* listTools(spec).pipe(Effect.ensuring(freeSlot(spec.name)))
         const at = yield* Clock.currentTimeMillis
         yield* Ref.update(known, (map) => new Map(map).set(spec.name, { names, atMs: at }))
         return names
@@ -277,6 +338,7 @@ export const layer = Layer.scoped(
         (e) => e.busy === 0 && now - e.lastUsedMs > Duration.toMillis(IDLE),
       )
       yield* Effect.forEach(idle, (e) => e.bridge.close, { discard: true })
+      yield* pool.sweep
     })
     yield* sweep.pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("closing idle stdio MCP sessions failed", cause)),

@@ -7,6 +7,11 @@
  * SDK's client checks it. Failures are the errors the SDK's client would raise for the same answer
  * (StreamableHTTPError for an HTTP status, McpError for a JSON-RPC error), so they are classified alike.
  *
+ * A call to a modern (2026-07-28) server is the same request on its own: no session, the envelope in its `_meta`, its
+ * method and tool name mirrored in headers; its answer may be `input_required` (checked, domain/InputRequired), and
+ * its retry carries the answers and the state. A 400 that is no modern error is LegacyAnswer: the server is of the
+ * 2025 era, and the call did not run.
+ *
  * What the server asks of us while it works (a `ping`, or a request this client has no capability for) is answered
  * as the SDK's client answers it: `ping` with an empty result, anything else with "method not found", up to
  * MAX_REPLIES a call. A call given
@@ -113,7 +118,11 @@ const paramsOf = (call: Call): Record<string, unknown> => {
   return {
     name: tool,
     arguments: { ...args },
-    _meta: McpEra.envelope(progress, { name: "mesh-node", version: pkg.version }),
+    _meta: McpEra.envelope(
+      progress,
+      { name: "mesh-node", version: pkg.version },
+      retry?.clientCapabilities ?? InputRequired.RELAYED_CAPABILITIES,
+    ),
     ...(retry?.inputResponses === undefined ? {} : { inputResponses: retry.inputResponses }),
     ...(retry?.requestState === undefined ? {} : { requestState: retry.requestState }),
   }

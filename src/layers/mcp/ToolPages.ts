@@ -7,11 +7,11 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 
 /** What lists a page: the SDK's client (2025 era) or a modern request (modern/ModernRequest). */
-export interface Lister {
+export interface Lister<T = Tool> {
   readonly listTools: (
-    params: { readonly cursor?: string },
+    params: { cursor?: string },
     options: { readonly signal: AbortSignal },
-  ) => Promise<{ readonly tools: ReadonlyArray<Tool>; readonly nextCursor?: string | undefined }>
+  ) => Promise<{ readonly tools: ReadonlyArray<T>; readonly nextCursor?: string | undefined }>
 }
 
 /** Tools kept from one server at the most. */
@@ -23,10 +23,10 @@ export const MAX_PAGES = 128
  * The tools `keep` maps to something (undefined drops a tool), in the server's order, at most `limit` of them (never
  * more than MAX_TOOLS). Rejects with what the client threw.
  */
-export const list = async <A>(
-  client: Lister,
+export const list = async <A, T = Tool>(
+  client: Lister<T>,
   signal: AbortSignal,
-  keep: (tool: Tool) => A | undefined,
+  keep: (tool: T) => A | undefined,
   limit: number = MAX_TOOLS,
 ): Promise<Array<A>> => {
   const most = Math.min(limit, MAX_TOOLS)

@@ -8,12 +8,13 @@
  * a caller's first request may ask for its session to be opened here (McpOpen).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime } from "effect"
+import { Clock, Duration, Effect, Either, Layer, Option, Ref, Runtime, Schedule } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
 import * as Biscuit from "../../crypto/Biscuit.js"
 import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
+import * as McpEra from "../../domain/McpEra.js"
 import * as McpGrant from "../../domain/McpGrant.js"
 import * as McpHeaders from "../../domain/McpHeaders.js"
 import * as McpOpenHeaders from "../../domain/McpOpen.js"
@@ -102,6 +103,7 @@ export const layer = Layer.scoped(
     )
     const inFlight = yield* Ref.make(0)
     const limits = (yield* NodeConfig).ingress
+    const backendEras = yield* McpOpen.makeEras
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
@@ -136,6 +138,33 @@ export const layer = Layer.scoped(
           (found, trust) => found._tag === "Some" && !trust.isBanned(found.value.peerId),
         ),
     })
+    // The era of each HTTP MCP backend, asked from the start and kept fresh, so that a caller's first modern request
+    // finds it known: no `server/discover` in its path.
+    const eraWarming = Effect.forEach(
+      [...services.values()].filter((s) => s.service.type === "mcp" && s.backend !== undefined),
+      ({ service, backend: target }) =>
+        target === undefined || service.target_url === undefined
+          ? Effect.void
+          : McpOpen.backendEra(
+              backendEras,
+              backend.exchange,
+              {
+                service,
+                targetUrl: service.target_url,
+                backend: target,
+                path: "",
+                query: "",
+                caller: { peerId: host.peerId, role: "node", labels: {} },
+              },
+              { headers: {} },
+            ),
+      { discard: true, concurrency: 4 },
+    )
+    yield* eraWarming.pipe(
+      Effect.repeat(Schedule.spaced(McpOpen.ERA_TTL)),
+      Effect.catchAllCause((cause) => Effect.logDebug("asking MCP backends their era failed", cause)),
+      Effect.forkScoped,
+    )
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
@@ -328,7 +357,13 @@ export const layer = Layer.scoped(
           id === undefined && req.method === "POST"
             ? McpOpenHeaders.version(req.headers[McpOpenHeaders.OPEN])
             : undefined
-        if (wanted !== undefined) {
+        // A modern request goes to a modern backend as it is: there is no session to open.
+        const modernAsked =
+          wanted !== undefined && McpEra.isModernVersion(McpOpenHeaders.version(req.headers["mcp-protocol-version"]))
+        const opening =
+          wanted !== undefined &&
+          !(modernAsked && (yield* McpOpen.backendEra(backendEras, backend.exchange, target, req)) === "modern")
+        if (wanted !== undefined && opening) {
           const opened = yield* Effect.either(McpOpen.open(backend.exchange, target, req, wanted))
           if (Either.isLeft(opened)) {
             yield* Effect.logInfo("opening an MCP session for a peer failed").pipe(

@@ -40,10 +40,15 @@ export interface InputRequired {
 /** A remote tool's result as received and checked: complete, or asking for input first. */
 export type RemoteResult = CallToolResult | InputRequired
 
-/** The retry of a call that answered `input_required`: the answers by key, and its `requestState` echoed. */
+/**
+ * What a modern call carries besides its arguments: on the retry of a call that answered `input_required`, the
+ * answers by key and its `requestState` echoed; and the client capabilities declared for it (what input the caller
+ * can get answered: InputRequired.RELAYED_CAPABILITIES unless the caller says otherwise).
+ */
 export interface Retry {
   readonly inputResponses?: Readonly<Record<string, unknown>>
   readonly requestState?: string
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>
 }
 
 export const isInputRequired = (result: RemoteResult): result is InputRequired =>
