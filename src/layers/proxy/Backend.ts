@@ -27,7 +27,10 @@ export interface Target {
   readonly path: string
   readonly query: string
   readonly caller: Forwarding.Caller
-  /** A caller holding single tools of an MCP service: its checked body (POST) and the grant its answers are cut to. */
+  /**
+   * An MCP request whose body was read here: its checked body (POST), sent in place of the one that came, and the
+   * grant its answers are cut to (a grant of single tools; a whole-service grant cuts nothing).
+   */
   readonly mcp?: { readonly grant: McpGrant.Grant; readonly body?: Buffer }
   /** Told of the backend's answer as its headers arrive (the MCP session binding reads them). */
   readonly onResponse?: (upstream: IncomingMessage) => void
@@ -109,6 +112,9 @@ const relayCard = (res: ServerResponse, upstream: IncomingMessage, targetUrl: st
   upstream.once("error", (error) => res.destroy(error))
 }
 
+/** How long the DELETE ending an abandoned MCP session may take. */
+const END_TIMEOUT = Duration.seconds(10)
+
 /**
  * `headersTimeout`: how long a backend may take to send its answer's headers (none: as long as it likes), watched
  * on `deadlines`.
@@ -175,7 +181,9 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
             : undefined
         // The card is rewritten and MCP answers are filtered, so they must come unencoded.
         const mcp = target.mcp
-        if (card !== undefined || mcp !== undefined) delete headers["accept-encoding"]
+        // Only a grant of single tools has answers to filter; a whole-service grant may still send a checked body.
+        const filter = mcp?.grant._tag === "Tools" ? mcp.grant : undefined
+        if (card !== undefined || filter !== undefined) delete headers["accept-encoding"]
         // The body that was checked goes in place of the one that came.
         if (mcp?.body !== undefined) {
           delete headers["content-encoding"]
@@ -204,7 +212,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         outgoing.once("response", (upstream) => {
           cancelLate()
           target.onResponse?.(upstream)
-          if (mcp !== undefined) return relayFiltered(upstream, res, mcp.grant)
+          if (filter !== undefined) return relayFiltered(upstream, res, filter)
           if (card === undefined) return stream(res, upstream)
           relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
         })
@@ -292,5 +300,38 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         })
       })
 
-    return { forward, exchange }
+    /**
+     * Ends an MCP session at the backend, as its client would: a DELETE with its id (and protocol version, when one
+     * was seen), in the name of the peer that opened it. The answer is read and dropped; why it failed, if it did,
+     * comes back as text.
+     */
+    const endSession = (target: Target, sessionId: string, protocolVersion: string | undefined) =>
+      Effect.async<number, string>((resume) => {
+        const headers: Forwarding.OutgoingHeaders = {
+          ...Forwarding.toBackend({}, target.caller, target.backend.host),
+          "mcp-session-id": sessionId,
+          ...(protocolVersion === undefined ? {} : { "mcp-protocol-version": protocolVersion }),
+        }
+        const outgoing = open(target, "DELETE", headers)
+        const cancelLate = deadlines.after(END_TIMEOUT, () => {
+          outgoing.destroy()
+          resume(Effect.fail(`no answer within ${Duration.format(END_TIMEOUT)}`))
+        })
+        outgoing.once("error", (error) => {
+          cancelLate()
+          resume(Effect.fail(describe(error)))
+        })
+        outgoing.once("response", (upstream) => {
+          cancelLate()
+          upstream.resume()
+          resume(Effect.succeed(upstream.statusCode ?? 502))
+        })
+        outgoing.end()
+        return Effect.sync(() => {
+          cancelLate()
+          outgoing.destroy()
+        })
+      })
+
+    return { forward, exchange, endSession }
   }) satisfies Effect.Effect<unknown, never, Scope.Scope>

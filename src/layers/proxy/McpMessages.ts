@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import { type ApiError, BadGateway, BadRequest, PayloadTooLarge, UnsupportedMediaType } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
+import * as McpHeaders from "../../domain/McpHeaders.js"
 import * as ErrorResponse from "../../http/ErrorResponse.js"
 import * as Body from "../inference/Body.js"
 
@@ -36,16 +37,14 @@ export interface Check {
   readonly rule?: string
 }
 
-/**
- * Reads a POST body and checks every message in it against each grant (the policy's, and an agent's scope). A batch
- * with one refused request is refused whole.
- */
-export const check = (
-  req: IncomingMessage,
-  grant: McpGrant.Grant,
-  service: string,
-  more: ReadonlyArray<Check> = [],
-): Effect.Effect<Checked, ApiError> =>
+/** A POST body read whole and parsed: the JSON, and the bytes to send on (the JSON re-serialised, never what came). */
+export interface Read {
+  readonly message: unknown
+  readonly bytes: Buffer
+}
+
+/** Reads an MCP POST body whole (up to MAX_MESSAGE_BYTES, unencoded) and parses it. */
+export const read = (req: IncomingMessage): Effect.Effect<Read, ApiError> =>
   Effect.gen(function* () {
     if (encoded(req)) return yield* new UnsupportedMediaType({ message: "an MCP request body must not be encoded" })
     const body = yield* Body.read(req, MAX_MESSAGE_BYTES).pipe(
@@ -59,33 +58,52 @@ export const check = (
       try: () => JSON.parse(body.toString("utf8")) as unknown,
       catch: () => new BadRequest({ message: "the request body is not JSON" }),
     })
-    const messages: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
-    // The narrower grants first, so a refusal names who refused; `grant` holds what all of them let through.
-    const checks: ReadonlyArray<Check> = [...more, { grant }]
-    const refusals = messages.map((m) => {
-      for (const c of checks) {
-        const reason = McpGrant.refusal(c.grant, service, m, c.wording)
-        if (reason !== undefined) return { reason, rule: c.rule }
-      }
-      return undefined
-    })
-    if (refusals.every((r) => r === undefined)) {
-      return { _tag: "Forward", message, bytes: Buffer.from(JSON.stringify(message)) }
-    }
-    const answers = messages.flatMap((m, i) => {
-      const id = McpGrant.requestId(m)
-      if (id === undefined) return []
-      const refused = refusals[i]
-      return [
-        McpGrant.deniedAnswer(
-          id,
-          refused?.reason ?? "not sent: another message of this batch was refused",
-          refused?.rule ?? "allowed_services",
-        ),
-      ]
-    })
-    return { _tag: "Denied", answer: Array.isArray(message) ? answers : answers[0] }
+    return { message, bytes: Buffer.from(JSON.stringify(message)) }
   })
+
+/**
+ * Reads a POST body and checks every message in it against each grant (the policy's, and an agent's scope). A batch
+ * with one refused request is refused whole.
+ */
+export const check = (
+  req: IncomingMessage,
+  grant: McpGrant.Grant,
+  service: string,
+  more: ReadonlyArray<Check> = [],
+): Effect.Effect<Checked, ApiError> => Effect.map(read(req), (body) => checkRead(body, grant, service, more))
+
+/** As `check`, for a body already read. */
+export const checkRead = (
+  { message, bytes }: Read,
+  grant: McpGrant.Grant,
+  service: string,
+  more: ReadonlyArray<Check> = [],
+): Checked => {
+  const messages: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+  // The narrower grants first, so a refusal names who refused; `grant` holds what all of them let through.
+  const checks: ReadonlyArray<Check> = [...more, { grant }]
+  const refusals = messages.map((m) => {
+    for (const c of checks) {
+      const reason = McpGrant.refusal(c.grant, service, m, c.wording)
+      if (reason !== undefined) return { reason, rule: c.rule }
+    }
+    return undefined
+  })
+  if (refusals.every((r) => r === undefined)) return { _tag: "Forward", message, bytes }
+  const answers = messages.flatMap((m, i) => {
+    const id = McpGrant.requestId(m)
+    if (id === undefined) return []
+    const refused = refusals[i]
+    return [
+      McpGrant.deniedAnswer(
+        id,
+        refused?.reason ?? "not sent: another message of this batch was refused",
+        refused?.rule ?? "allowed_services",
+      ),
+    ]
+  })
+  return { _tag: "Denied", answer: Array.isArray(message) ? answers : answers[0] }
+}
 
 /** The rule a refusal's first JSON-RPC error names (`allowed_services`, `scope.tools`), for the call log. */
 export const ruleOf = (answer: unknown): string => {
@@ -98,6 +116,17 @@ export const ruleOf = (answer: unknown): string => {
 export const writeDenied = (res: ServerResponse, answer: unknown): void => {
   const text = JSON.stringify(answer)
   res.writeHead(200, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+  })
+  res.end(text)
+}
+
+/** Answers a body whose Mcp-* headers disagree with it: 400 with JSON-RPC -32020, before it reaches the backend. */
+export const writeMismatch = (res: ServerResponse, body: unknown, reason: string): void => {
+  const text = JSON.stringify(McpHeaders.mismatchAnswer(body, reason))
+  res.writeHead(400, {
     "content-type": "application/json",
     "cache-control": "no-store",
     "content-length": Buffer.byteLength(text),

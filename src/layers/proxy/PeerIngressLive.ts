@@ -15,6 +15,7 @@ import * as AgentScope from "../../domain/AgentScope.js"
 import { type ApiError, BadRequest, Forbidden, NotFound } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as McpGrant from "../../domain/McpGrant.js"
+import * as McpHeaders from "../../domain/McpHeaders.js"
 import * as McpOpenHeaders from "../../domain/McpOpen.js"
 import type { ServiceSpec } from "../../domain/NodeFile.js"
 import * as Policy from "../../domain/Policy.js"
@@ -101,7 +102,6 @@ export const layer = Layer.scoped(
     )
     const inFlight = yield* Ref.make(0)
     const limits = (yield* NodeConfig).ingress
-    const sessions = yield* McpSessions.make
     const local = yield* LocalServices
     const stdio = yield* StdioServers
     const run = Runtime.runFork(yield* Effect.runtime<never>())
@@ -114,6 +114,28 @@ export const layer = Layer.scoped(
     )
     const streams = new IngressStreams(limits, deadlines)
     const backend = yield* Backend.make(limits.backendHeadersTimeout, deadlines)
+    // Sessions relayed for peers, ended at their backend when abandoned (idle, or their peer gone).
+    const sessions = yield* McpSessions.make<Backend.Target>({
+      end: (service, id, binding) =>
+        backend.endSession(binding.target, id, binding.protocolVersion).pipe(
+          Effect.flatMap((status) =>
+            Effect.logInfo("ended an abandoned MCP session at its backend").pipe(
+              Effect.annotateLogs({ service, peer: binding.caller, status }),
+            ),
+          ),
+          Effect.catchAll((reason) =>
+            Effect.logInfo("ending an abandoned MCP session failed").pipe(
+              Effect.annotateLogs({ service, peer: binding.caller, reason }),
+            ),
+          ),
+        ),
+      present: (peer) =>
+        Effect.zipWith(
+          host.peer(peer),
+          membership.trust,
+          (found, trust) => found._tag === "Some" && !trust.isBanned(found.value.peerId),
+        ),
+    })
 
     /** This peer as `allowed_targets` sees it, recomputed when the credential changes. */
     const selfCache = yield* Ref.make<
@@ -292,9 +314,16 @@ export const layer = Layer.scoped(
         const caller = target.caller.peerId
         const header = req.headers["mcp-session-id"]
         const id = Array.isArray(header) ? header.join(", ") : header
-        if (id !== undefined && !(yield* sessions.owns(name, caller, id))) {
+        const version = req.headers["mcp-protocol-version"]
+        if (
+          id !== undefined &&
+          !(yield* sessions.owns(name, caller, id, Array.isArray(version) ? undefined : version))
+        ) {
           return McpSessions.writeNotFound(res)
         }
+        // What ending the session later needs: never the body this request carried.
+        const { mcp: _, ...kept } = target
+        if (id !== undefined) yield* sessions.using(name, id)
         const wanted =
           id === undefined && req.method === "POST"
             ? McpOpenHeaders.version(req.headers[McpOpenHeaders.OPEN])
@@ -308,7 +337,7 @@ export const layer = Layer.scoped(
             return McpOpen.writeNotOpened(res, opened.left)
           }
           const { sessionId, protocolVersion } = opened.right
-          if (sessionId !== undefined) yield* sessions.bind(name, caller, sessionId)
+          if (sessionId !== undefined) yield* sessions.bind(name, caller, sessionId, kept, protocolVersion)
           // The caller's request goes on in the new session.
           if (sessionId !== undefined) req.headers["mcp-session-id"] = sessionId
           req.headers["mcp-protocol-version"] = protocolVersion
@@ -320,7 +349,7 @@ export const layer = Layer.scoped(
         const onResponse = (upstream: IncomingMessage) => {
           const ok = (upstream.statusCode ?? 500) < 300
           const opened = upstream.headers["mcp-session-id"]
-          if (id === undefined && ok && typeof opened === "string") run(sessions.bind(name, caller, opened))
+          if (id === undefined && ok && typeof opened === "string") run(sessions.bind(name, caller, opened, kept))
           if (id !== undefined && ok && req.method === "DELETE") run(sessions.unbind(name, id))
         }
         yield* backend.forward(req, res, { ...target, onResponse })
@@ -340,11 +369,23 @@ export const layer = Layer.scoped(
           let refusedBy: string | undefined
           const answer = Effect.gen(function* () {
             const grant = decision.grant
+            const tools = grant?._tag === "Tools"
+            // An MCP body is read when a grant of single tools needs its messages, or when headers mirror it (Mcp-*):
+            // headers that disagree with it are refused before anything reaches the backend (McpHeaders).
+            const body =
+              service.type === "mcp" && req.method === "POST" && (tools || McpHeaders.present(req.headers))
+                ? yield* McpMessages.read(req)
+                : undefined
+            const mismatch = body === undefined ? undefined : McpHeaders.mismatch(req.headers, body.message)
+            if (body !== undefined && mismatch !== undefined) {
+              refusedBy = "header_mismatch"
+              return McpMessages.writeMismatch(res, body.message, mismatch)
+            }
             // A caller holding single tools has each message it sends checked, and what it gets back filtered.
             const checked =
-              grant?._tag === "Tools" && req.method === "POST"
-                ? yield* McpMessages.check(
-                    req,
+              tools && body !== undefined
+                ? McpMessages.checkRead(
+                    body,
                     grant,
                     service.name,
                     decision.agent?.grant === undefined
@@ -362,10 +403,13 @@ export const layer = Layer.scoped(
               refusedBy = McpMessages.ruleOf(checked.answer)
               return McpMessages.writeDenied(res, checked.answer)
             }
+            // What goes on is the body that was read and checked, never the bytes that came.
             const mcp =
-              grant?._tag === "Tools"
-                ? { grant, ...(checked === undefined ? {} : { body: checked.bytes, message: checked.message }) }
-                : undefined
+              body !== undefined
+                ? { grant: grant ?? McpGrant.SERVICE, body: body.bytes, message: body.message }
+                : grant?._tag === "Tools"
+                  ? { grant }
+                  : undefined
             if (decision._tag === "Http") {
               const target = mcp === undefined ? decision.target : { ...decision.target, mcp }
               if (service.type !== "mcp") return yield* backend.forward(req, res, target)
@@ -456,6 +500,6 @@ export const layer = Layer.scoped(
       () => Effect.promise(() => host.libp2p.unhandle(PROTOCOL).catch(() => undefined)),
     )
 
-    return PeerIngress.of({ inFlight: Ref.get(inFlight) })
+    return PeerIngress.of({ inFlight: Ref.get(inFlight), mcpSessions: sessions.count })
   }),
 )
