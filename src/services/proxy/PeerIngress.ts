@@ -9,6 +9,8 @@ import { Context, type Effect } from "effect"
 export interface PeerIngressService {
   /** Requests from peers being served right now (announced with the node's services as its load). */
   readonly inFlight: Effect.Effect<number>
+  /** 2025-era MCP sessions this node relays for peers to its HTTP MCP backends (each bound to the peer that opened it). */
+  readonly mcpSessions: Effect.Effect<number>
 }
 
 export class PeerIngress extends Context.Tag("mesh/PeerIngress")<PeerIngress, PeerIngressService>() {}
