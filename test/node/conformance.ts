@@ -91,6 +91,7 @@ export interface Check {
   readonly scenario: string
   readonly id: string
   readonly status: string
+  readonly errorMessage?: string
 }
 
 export interface Run {
@@ -128,13 +129,27 @@ export const run = (suite: "2025" | "2026", url: string, args: ReadonlyArray<str
         const scenario = dirname(file)
           .replace(/^server-/, "")
           .replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, "")
-        return (JSON.parse(readFileSync(join(dir, file), "utf8")) as Array<{ id: string; status: string }>).map(
-          (check): Check => ({ scenario, id: check.id, status: check.status }),
+        return (
+          JSON.parse(readFileSync(join(dir, file), "utf8")) as Array<{
+            id: string
+            status: string
+            errorMessage?: string
+          }>
+        ).map(
+          (check): Check => ({
+            scenario,
+            id: check.id,
+            status: check.status,
+            ...(check.errorMessage === undefined ? {} : { errorMessage: check.errorMessage.slice(0, 300) }),
+          }),
         )
       })
     const scenarios = Number(/\((\d+) scenarios\)/.exec(output)?.[1] ?? new Set(checks.map((c) => c.scenario)).size)
     return { scenarios, checks, output } satisfies Run
   })
+
+/** A check as `scenario: id: status`. */
+export const key = (check: Check) => `${check.scenario}: ${check.id}: ${check.status}`
 
 /** The scenarios that left checks and none of them failed. */
 export const passing = (run: Run) => {
@@ -144,7 +159,9 @@ export const passing = (run: Run) => {
 
 /** The scenarios with a failed check, each with its failed checks. */
 export const failing = (run: Run) =>
-  run.checks.filter((check) => check.status === "FAILURE").map((check) => `${check.scenario}: ${check.id}`)
+  run.checks
+    .filter((check) => check.status === "FAILURE")
+    .map((check) => `${check.scenario}: ${check.id}: ${check.errorMessage ?? ""}`)
 
 export const tally = (run: Run) => {
   const passed = run.checks.filter((check) => check.status === "SUCCESS").length
