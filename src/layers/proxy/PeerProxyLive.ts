@@ -282,6 +282,7 @@ export const layer = Layer.effect(
         response = yield* request.method === "GET"
           ? order.opens(session, sent)
           : Effect.zipRight(order.after(session), sent)
+        if (response.statusCode === 202) yield* order.accepted(session)
         yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
         // A declared length past the cap is refused before a byte of the body is relayed (the scope resets it).
         const declared = Number(response.headers["content-length"] ?? 0)
