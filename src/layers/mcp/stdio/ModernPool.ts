@@ -19,8 +19,11 @@ import * as McpProcess from "./McpProcess.js"
 export const IDLE = Duration.minutes(5)
 /** A discover probe gets this long: a legacy server may say nothing at all to a request before `initialize`. */
 export const DISCOVER_TIMEOUT = Duration.seconds(5)
-/** A request running longer than this without a word (progress counts) is given up and its process stopped. */
-const QUIET = Duration.minutes(1)
+/**
+ * A request running longer than this is given up and its process stopped (the calling node gives up sooner on a
+ * request without progress; its going away stops the process too).
+ */
+const MAX_REQUEST = Duration.minutes(10)
 
 interface Pooled {
   readonly process: McpProcess.McpProcess
@@ -38,16 +41,12 @@ const exchange = (
   onNotice: (message: JSONRPCMessage) => void,
 ): Effect.Effect<JSONRPCMessage, string> =>
   Effect.async<JSONRPCMessage, string>((resume) => {
-    let quiet: ReturnType<typeof setInterval> | undefined
-    let heard = true
     const done = (effect: Effect.Effect<JSONRPCMessage, string>) => {
-      if (quiet !== undefined) clearInterval(quiet)
       delete process.onmessage
       delete process.onclose
       resume(effect)
     }
     process.onmessage = (message) => {
-      heard = true
       const m = message as { id?: unknown; method?: unknown }
       if (m.method === undefined && m.id === request.id) return done(Effect.succeed(message))
       // Notifications go on; a request of the server's has no session to be answered in, and is dropped.
@@ -55,12 +54,7 @@ const exchange = (
     }
     process.onclose = () => done(Effect.fail("the server's process ended before it answered"))
     process.send(request as JSONRPCMessage).catch(() => done(Effect.fail("the server's process took no request")))
-    quiet = setInterval(() => {
-      if (!heard) done(Effect.fail("the server said nothing for a minute"))
-      heard = false
-    }, Duration.toMillis(QUIET))
     return Effect.sync(() => {
-      if (quiet !== undefined) clearInterval(quiet)
       delete process.onmessage
       delete process.onclose
     })
@@ -159,13 +153,21 @@ export const make = (slots: Slots) =>
       message: { readonly id: unknown },
       onNotice: (message: JSONRPCMessage) => void,
     ): Effect.Effect<JSONRPCMessage, string | "full" | "share"> =>
-      Effect.gen(function* () {
-        const pooled = yield* acquire(spec, caller)
-        if (pooled === "full" || pooled === "share") return yield* Effect.fail(pooled)
-        const answer = yield* Effect.exit(exchange(pooled.process, message, onNotice))
-        yield* release(spec.name, pooled, Exit.isSuccess(answer))
-        return yield* answer
-      })
+      Effect.acquireUseRelease(
+        acquire(spec, caller),
+        (pooled) =>
+          pooled === "full" || pooled === "share"
+            ? Effect.fail(pooled)
+            : exchange(pooled.process, message, onNotice).pipe(
+                Effect.timeoutFail({
+                  duration: MAX_REQUEST,
+                  onTimeout: () => `no answer within ${Duration.format(MAX_REQUEST)}`,
+                }),
+              ),
+        // A process whose request failed or was given up may still be at it: stopped, not pooled again.
+        (pooled, exit) =>
+          pooled === "full" || pooled === "share" ? Effect.void : release(spec.name, pooled, Exit.isSuccess(exit)),
+      )
 
     /** Serves one modern HTTP request to a stdio server: `body` is the checked JSON-RPC message. */
     const serve = (
@@ -197,7 +199,18 @@ export const make = (slots: Slots) =>
           if (!res.headersSent) res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
           res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`)
         }
-        const answer = yield* request(spec, caller, body as { id: unknown }, write).pipe(Effect.either)
+        // The caller going away gives the request up (its process is stopped: it may be at it still).
+        const gone = Effect.async<"gone">((resume) => {
+          const closed = () => resume(Effect.succeed("gone"))
+          res.once("close", closed)
+          return Effect.sync(() => res.off("close", closed))
+        })
+        const raced = yield* Effect.raceFirst(
+          request(spec, caller, body as { id: unknown }, write).pipe(Effect.either),
+          gone,
+        )
+        if (raced === "gone") return
+        const answer = raced
         if (answer._tag === "Left") {
           const why = answer.left
           if ((why === "full" || why === "share") && !res.headersSent) {
