@@ -8,13 +8,12 @@ import { parse as parseYaml } from "yaml"
 import * as AgentScope from "./AgentScope.js"
 import * as GoDuration from "./GoDuration.js"
 import * as Labels from "./Labels.js"
+import { SERVICE_NAME } from "./ServiceName.js"
 import { SERVICE_TYPES } from "./ServiceType.js"
 import * as ToolPinning from "./ToolPinningMode.js"
 
-/** Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`). */
-const SERVICE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
-
-export const isServiceName = (name: string): boolean => SERVICE_NAME.test(name)
+// Service names travel in URLs (`/mesh/<peer>/<type>/<name>`) and tool names (`mcp://<name>/<tool>`).
+export { isServiceName } from "./ServiceName.js"
 
 /** Processes a command service runs at once when `max_processes` is not given, and the most it may ask for. */
 export const DEFAULT_MAX_PROCESSES = 8

@@ -4,7 +4,7 @@
  * (`mcp://docs`); any other scheme is refused, since only MCP services have tools.
  */
 import { Either } from "effect"
-import { isServiceName } from "./NodeFile.js"
+import { isServiceName } from "./ServiceName.js"
 
 export const SCHEME = "mcp://"
 

@@ -99,6 +99,12 @@ table ip natlab {
 }
 `
 
+/**
+ * The lab's public addresses are real internet ones: while a lab is up, the machine itself sends nothing there (a
+ * blackhole route per lab, told apart by its metric), so no process outside the lab can reach out by mistake.
+ */
+const LAB_PUBLIC = "11.0.0.0/16"
+
 /** Private ranges the public segment drops without an answer (blackhole routes send no ICMP for forwarded packets). */
 const DROPPED = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 
@@ -182,6 +188,7 @@ export const make = (nats: ReadonlyArray<NatKind>): Effect.Effect<Lab, Error, Sc
         const tag = `nl${process.pid.toString(16)}x${labs++}`
         const publicNs = `${tag}-pub`
         const made: Array<string> = []
+        let guard: number | undefined
         const add = (ns: string) => {
           ip("netns", "add", ns)
           made.push(ns)
@@ -197,6 +204,8 @@ export const make = (nats: ReadonlyArray<NatKind>): Effect.Effect<Lab, Error, Sc
           ip("link", "set", tag, "up")
           ip("-n", publicNs, "link", "set", "up0", "up")
           const b = claimAccess(tag, publicNs)
+          ip("route", "add", "blackhole", LAB_PUBLIC, "metric", String(b))
+          guard = b
           const access = [1, 2, 3].map((host) => `10.${b}.0.${host}`)
           for (const address of access) ip("-n", publicNs, "addr", "add", `${address}/32`, "dev", "lo")
 
@@ -247,19 +256,24 @@ export const make = (nats: ReadonlyArray<NatKind>): Effect.Effect<Lab, Error, Sc
                 catch: (error) => new Error(`${args.join(" ")} in ${namespace}: ${String(error)}`),
               }),
           }
-          return { tag, made, lab }
+          return { tag, made, guard, lab }
         } catch (error) {
-          remove(tag, made)
+          remove(tag, made, guard)
           throw error
         }
       },
       catch: (error) => new Error(`the NAT lab could not be made: ${String(error)}`),
     }),
-    ({ tag, made }) => Effect.sync(() => remove(tag, made)),
+    ({ tag, made, guard }) => Effect.sync(() => remove(tag, made, guard)),
   ).pipe(Effect.map(({ lab }) => lab))
 
-/** Deletes the lab's namespaces (their links and nftables tables go with them), then its access link if left. */
-const remove = (tag: string, made: ReadonlyArray<string>) => {
+/** Deletes the lab's namespaces (their links and nftables tables go with them), its access link and its guard. */
+const remove = (tag: string, made: ReadonlyArray<string>, guard: number | undefined) => {
+  if (guard !== undefined) {
+    try {
+      ip("route", "del", "blackhole", LAB_PUBLIC, "metric", String(guard))
+    } catch {}
+  }
   for (const ns of [...made].reverse()) {
     try {
       ip("netns", "del", ns)
