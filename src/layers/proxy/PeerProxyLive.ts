@@ -259,7 +259,11 @@ export const layer = Layer.effect(
         return unwatch === undefined ? undefined : Effect.sync(unwatch)
       })
 
-    const forwardWith = (asked: ProxyRequest, onTooLarge?: (message: string) => void) =>
+    /**
+     * `client`: the request comes from a local client through the route (not from the node's own code), whose 2025
+     * session's first notification arms the wait for its GET (McpStreamOrder); the node's own MCP clients are ours.
+     */
+    const forwardWith = (asked: ProxyRequest, onTooLarge?: (message: string) => void, client = false) =>
       Effect.gen(function* () {
         // Only the path that was checked goes out, in its canonical form.
         const path = Forwarding.canonicalPath(asked.path)
@@ -282,7 +286,7 @@ export const layer = Layer.effect(
         response = yield* request.method === "GET"
           ? order.opens(session, sent)
           : Effect.zipRight(order.after(session), sent)
-        if (response.statusCode === 202) yield* order.accepted(session)
+        if (client && response.statusCode === 202) yield* order.accepted(session)
         yield* Spans.annotate("http.response.status_code", response.statusCode ?? 0)
         // A declared length past the cap is refused before a byte of the body is relayed (the scope resets it).
         const declared = Number(response.headers["content-length"] ?? 0)
@@ -302,7 +306,7 @@ export const layer = Layer.effect(
         }),
       )
 
-    const forward = (request: ProxyRequest) => forwardWith(request, undefined)
+    const forward = (request: ProxyRequest) => forwardWith(request, undefined, true)
 
     const fetch = (
       peerId: string,
