@@ -151,7 +151,8 @@ const program = Effect.gen(function* () {
   // A service nobody finds: what its node says of its routers and records, and what each router names alone.
   const undiscovered = (node: Topology.Node, i: number) =>
     Effect.gen(function* () {
-      const probe = yield* DhtProbe.make(cp)
+      // The probe is a host of this process, outside the lab, where the routers' public addresses lead nowhere.
+      const probe = lab === undefined ? yield* DhtProbe.make(cp) : undefined
       const addresses = yield* Effect.map(
         Local.json<{ routers?: ReadonlyArray<{ address: string }> }>(
           nodes[(i + 1) % NODES] as Topology.Node,
@@ -159,8 +160,10 @@ const program = Effect.gen(function* () {
         ),
         (info) => (info.routers ?? []).map((r) => r.address),
       )
-      for (const address of addresses) {
-        yield* log(`${address} alone on ${serviceName(i)}: ${yield* probe.ask(address, "inference", serviceName(i))}`)
+      if (probe !== undefined) {
+        for (const address of addresses) {
+          yield* log(`${address} alone on ${serviceName(i)}: ${yield* probe.ask(address, "inference", serviceName(i))}`)
+        }
       }
       const links = yield* Local.request(node, "/debug/connectivity").pipe(
         Effect.map((answer) => answer.body.slice(0, 1_500)),
@@ -261,7 +264,9 @@ const program = Effect.gen(function* () {
   // 5. Router kills: one router killed, every service discoverable again (from a random node each), router back.
   const recoveries: Array<number> = []
   const restarts: Array<{ relinkedMs: number; survivorRecordsMs: number }> = []
-  const probe = yield* DhtProbe.make(cp)
+  // Not in the NAT lab: the probe is a host of this process, outside the lab, where the routers' public addresses
+  // lead nowhere (and must not be dialled).
+  const probe = lab === undefined ? yield* DhtProbe.make(cp) : undefined
   const routerAddresses = yield* Effect.map(
     Local.json<{ routers?: ReadonlyArray<{ address: string }> }>(nodes[0] as Topology.Node, "/debug/connectivity"),
     (info) => (info.routers ?? []).map((r) => r.address),
@@ -288,7 +293,7 @@ const program = Effect.gen(function* () {
     // asked alone, without gossip, it must name every provider.
     const started = Date.now()
     const named = new Set<number>()
-    while (named.size < NODES && Date.now() - started < 30_000) {
+    while (probe !== undefined && named.size < NODES && Date.now() - started < 30_000) {
       const found = yield* Effect.forEach(
         nodes.map((_, i) => i).filter((i) => !named.has(i)),
         (i) =>
@@ -300,9 +305,10 @@ const program = Effect.gen(function* () {
       for (const i of found) if (i >= 0) named.add(i)
     }
     // Each service counts from its first answer: one slow query must not send the whole round back to the start.
-    const held = named.size === NODES ? Date.now() - started : Number.POSITIVE_INFINITY
+    const held =
+      probe === undefined ? Number.NaN : named.size === NODES ? Date.now() - started : Number.POSITIVE_INFINITY
     const unnamed = nodes.flatMap((node, i) => (named.has(i) ? [] : [node]))
-    if (unnamed.length > 0) {
+    if (probe !== undefined && unnamed.length > 0) {
       yield* log(`${survivor.name} does not name: ${unnamed.map((node) => node.name).join(", ")}`)
       const first = unnamed[0] as Topology.Node
       // Slow or absent: the same question with 10 s to answer instead of 2.
@@ -334,7 +340,7 @@ const program = Effect.gen(function* () {
       120_000,
     )
     restarts.push({ relinkedMs: relinked, survivorRecordsMs: held })
-    if (!Number.isFinite(relinked) || !Number.isFinite(held)) {
+    if (!Number.isFinite(relinked) || (probe !== undefined && !Number.isFinite(held))) {
       // What the first node says of its router links, for the operator reading a failed round.
       const links = yield* Local.request(nodes[0] as Topology.Node, "/debug/connectivity").pipe(
         Effect.map((answer) => answer.body),
