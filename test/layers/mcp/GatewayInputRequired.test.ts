@@ -183,24 +183,29 @@ describe("input_required through the node's /mcp", () => {
     }),
   )
 
-  it.scoped("a 2025-era agent that cannot answer gets a tool error; a tool that never stops asking is cut off", () =>
-    Effect.gen(function* () {
-      const mute = yield* gateway(1)
-      const cannot = (yield* Effect.promise(() =>
-        Effect.runPromise(
-          Effect.scoped(Effect.flatMap(legacyAgent(mute.url, false), (a) => Effect.promise(() => a.callTool(CALL)))),
-        ),
-      )) as { isError?: boolean }
-      expect(cannot.isError).toBe(true)
-      expect(textOf(cannot)).toContain("elicitation/create")
-      expect(yield* Ref.get(mute.seen)).toHaveLength(1)
+  it.scoped(
+    "a 2025-era agent that cannot answer gets the requests to answer itself; a tool that never stops asking is cut off",
+    () =>
+      Effect.gen(function* () {
+        const mute = yield* gateway(1)
+        const cannot = (yield* Effect.promise(() =>
+          Effect.runPromise(
+            Effect.scoped(Effect.flatMap(legacyAgent(mute.url, false), (a) => Effect.promise(() => a.callTool(CALL)))),
+          ),
+        )) as { isError?: boolean; structuredContent?: { resultType?: string; inputRequests?: object } }
+        // It declared no elicitation: nothing is sent to it in its session, and it gets what call_remote_tool shows.
+        expect(cannot.isError).not.toBe(true)
+        expect(cannot.structuredContent?.resultType).toBe("input_required")
+        expect(JSON.stringify(cannot.structuredContent?.inputRequests)).toContain("elicitation/create")
+        expect(textOf(cannot)).toContain("request_state")
+        expect(yield* Ref.get(mute.seen)).toHaveLength(1)
 
-      const endless = yield* gateway(1000)
-      const agent = yield* legacyAgent(endless.url, true)
-      const cut = (yield* Effect.promise(() => agent.callTool(CALL))) as { isError?: boolean }
-      expect(cut.isError).toBe(true)
-      expect(textOf(cut)).toContain(`more than ${InputRequired.MAX_ROUNDS} times`)
-      expect(yield* Ref.get(endless.seen)).toHaveLength(InputRequired.MAX_ROUNDS + 1)
-    }),
+        const endless = yield* gateway(1000)
+        const agent = yield* legacyAgent(endless.url, true)
+        const cut = (yield* Effect.promise(() => agent.callTool(CALL))) as { isError?: boolean }
+        expect(cut.isError).toBe(true)
+        expect(textOf(cut)).toContain(`more than ${InputRequired.MAX_ROUNDS} times`)
+        expect(yield* Ref.get(endless.seen)).toHaveLength(InputRequired.MAX_ROUNDS + 1)
+      }),
   )
 })

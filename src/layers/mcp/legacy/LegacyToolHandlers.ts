@@ -5,8 +5,9 @@
  * this caller may not see or one no longer listed included, is a tool error. A remote tool that needs input first
  * (`input_required`) is answered here: each of its requests goes to the agent as the request a 2025-era server
  * would have sent in the session (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the answers go
- * back on call_remote_tool's retry, round after round (at most InputRequired.MAX_ROUNDS). An agent that cannot
- * answer (it declared no such capability, or fails the request) gets a tool error saying so.
+ * back on call_remote_tool's retry, round after round (at most InputRequired.MAX_ROUNDS). An agent that declared
+ * no capability for one of the requests gets the result as call_remote_tool presents it (the requests, and the
+ * `request_state` to answer them with on its own retry); one that fails a request gets a tool error saying so.
  */
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js"
@@ -67,6 +68,20 @@ const answers = async (
   return { ok }
 }
 
+/** Whether the session's client declared what each request of `asked` needs. */
+const canAnswer = (server: Server, asked: GatewayTools.Asked): boolean => {
+  const declared = server.getClientCapabilities() ?? {}
+  return Object.values(asked.inputRequests).every((request) =>
+    request.method === "elicitation/create"
+      ? declared.elicitation !== undefined
+      : request.method === "sampling/createMessage"
+        ? declared.sampling !== undefined
+        : request.method === "roots/list"
+          ? declared.roots !== undefined
+          : false,
+  )
+}
+
 /** Hands progress on to the client, when its request asked for it (a progress token). */
 const progressTo = (extra: Extra): ((progress: Progress) => void) | undefined => {
   const token = extra._meta?.progressToken
@@ -107,7 +122,7 @@ export const install = <R>(
     let result = await call(request.params.arguments)
     for (let round = 0; round < InputRequired.MAX_ROUNDS; round++) {
       const asked = name === "call_remote_tool" ? GatewayTools.asked(result) : undefined
-      if (asked === undefined) return result
+      if (asked === undefined || !canAnswer(server, asked)) return result
       const given = await answers(asked, extra)
       if ("refused" in given) return Tool.refused(given.refused)
       result = await call(GatewayTools.retryArguments(request.params.arguments, given.ok, asked.requestState))
