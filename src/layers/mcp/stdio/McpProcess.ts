@@ -195,6 +195,8 @@ export const spawn = (spec: ServiceSpec): Effect.Effect<McpProcess, string, Scop
       }),
       terminate,
     )
-    yield* Effect.forkScoped(logStderr(child, spec))
+    // Interruptible whatever the caller's region (the pool spawns inside an acquire): a logger that could not be
+    // interrupted would hold the scope's close until stderr ends, which only the process's end, after it, brings.
+    yield* Effect.forkScoped(Effect.interruptible(logStderr(child, spec)))
     return new McpProcess(child)
   })
