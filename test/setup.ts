@@ -1,8 +1,14 @@
 // Loaded before every test file, as every entry point loads it before anything else.
 import "../src/platform/biscuit-wasm.js"
+import { setPriority } from "node:os"
 import { Effect, Either, Exit, Option } from "effect"
 import { beforeEach } from "vitest"
 import { getFn, setFn } from "vitest/suite"
+
+// Workers (and the programs they start) run at the normal priority, behind the runner (vitest.config.ts).
+try {
+  setPriority(0)
+} catch {}
 
 /**
  * A test written with plain `it` whose function returns an Effect passes without running a line of it: vitest awaits
