@@ -8,7 +8,6 @@
  */
 import { spawn } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
-import { createServer, request } from "node:http"
 import type { AddressInfo } from "node:net"
 import { dirname, join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -18,6 +17,7 @@ import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { setPolicy } from "../support/admin.js"
 import { everything } from "./backends.js"
+import { tokenForwarder } from "./forwarder.js"
 import { eventually, mcpInitialize } from "./support.js"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -34,37 +34,6 @@ const POLICY = {
   ],
   bindings: [],
 }
-
-/** A loopback HTTP server passing every request to `target` with the node's API token added; stopped with the scope. */
-const tokenForwarder = (target: URL, apiToken: string) =>
-  Effect.acquireRelease(
-    Effect.async<ReturnType<typeof createServer>>((resume) => {
-      const server = createServer((req, res) => {
-        const upstream = request(
-          {
-            hostname: target.hostname,
-            port: target.port,
-            method: req.method,
-            path: req.url,
-            headers: { ...req.headers, "x-mesh-authentication": `Bearer ${apiToken}` },
-          },
-          (answer) => {
-            res.writeHead(answer.statusCode ?? 502, answer.headers)
-            answer.pipe(res)
-          },
-        )
-        upstream.on("error", () => res.destroy())
-        res.on("close", () => upstream.destroy())
-        req.pipe(upstream)
-      })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.async<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      }),
-  )
 
 interface Check {
   readonly scenario: string
