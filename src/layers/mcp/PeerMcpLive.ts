@@ -347,6 +347,34 @@ const make = ({ maxSessions, idle }: Limits) =>
     const slotKey = (peerId: string, service: string, agent: Agent | undefined) =>
       agent === undefined ? `${peerId}/${service}` : `${peerId}/${service}#${tokenKey(agent)}`
 
+    /** Makes room for a new slot and opens its session in the layer's scope; the slot is forgotten if that fails. */
+    const startOpening = (
+      key: string,
+      slot: Slot,
+      peerId: string,
+      service: string,
+      agent: Agent | undefined,
+      ordinary: boolean,
+      adopted?: OpenAtPeer.Opened,
+    ) =>
+      Effect.gen(function* () {
+        yield* makeRoom(key)
+        const open = connect(
+          peerId,
+          service,
+          agent,
+          () => run(drop(key, slot)),
+          () => run(retire(key, slot)),
+          ordinary,
+          adopted,
+        ).pipe(
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(slot.session, exit)),
+          Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
+        )
+        yield* Effect.forkIn(open, scope)
+      })
+
     /**
      * Keeps a session the serving node opened for a modern request to a service that turned out legacy (the request
      * ran in it), as the caller's session with that service; false when there is one already (this one is then ended).
@@ -361,21 +389,7 @@ const make = ({ maxSessions, idle }: Limits) =>
           map.has(key) ? [false, map] : [true, new Map(map).set(key, slot)],
         )
         if (!created) return false
-        yield* makeRoom(key)
-        const open = connect(
-          peerId,
-          service,
-          agent,
-          () => run(drop(key, slot)),
-          () => run(retire(key, slot)),
-          false,
-          opened,
-        ).pipe(
-          Effect.exit,
-          Effect.tap((exit) => Deferred.done(slot.session, exit)),
-          Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
-        )
-        yield* Effect.forkIn(open, scope)
+        yield* startOpening(key, slot, peerId, service, agent, false, opened)
         return true
       })
 
@@ -392,22 +406,7 @@ const make = ({ maxSessions, idle }: Limits) =>
               : { ...found, lastUsedMs: now, busy: found.busy + 1 }
           return [[next, found === undefined], new Map(map).set(key, next)]
         })
-        if (created) {
-          yield* makeRoom(key)
-          const open = connect(
-            peerId,
-            service,
-            agent,
-            () => run(drop(key, slot)),
-            () => run(retire(key, slot)),
-            ordinary,
-          ).pipe(
-            Effect.exit,
-            Effect.tap((exit) => Deferred.done(slot.session, exit)),
-            Effect.tap((exit) => (Exit.isFailure(exit) ? forget(key, slot) : Effect.void)),
-          )
-          yield* Effect.forkIn(open, scope)
-        }
+        if (created) yield* startOpening(key, slot, peerId, service, agent, ordinary)
         return { key, slot }
       })
 
