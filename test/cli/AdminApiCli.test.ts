@@ -12,7 +12,7 @@ import { EnrollmentStatus } from "../../src/gen/mesh_pb.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as MeshClient from "../../src/testing/MeshClient.js"
 import { freePort } from "../../src/testing/Ports.js"
-import { runBinAsync } from "../support/processes.js"
+import { runBin } from "../support/processes.js"
 
 const lines = (text: string) => text.split("\n").filter((l) => l.trim().length > 0)
 
@@ -24,7 +24,7 @@ const workDir = Effect.acquireRelease(
 /** `mesh-control-plane admin <args>` against `url` with the token in `tokenFile`. */
 const adminCli = (url: string, tokenFile: string) => (args: ReadonlyArray<string>) =>
   Effect.promise(() =>
-    runBinAsync("mesh-control-plane", ["admin", ...args, "--control-plane", url, "--admin-token-path", tokenFile], {
+    runBin("mesh-control-plane", ["admin", ...args, "--control-plane", url, "--admin-token-path", tokenFile], {
       MESH_ADMIN_TOKEN: "",
       MESH_CONTROL_PLANE: "",
     }),
@@ -198,7 +198,7 @@ describe("mesh-control-plane admin over the API", () => {
               adminCli(cp.url, wrongFile)(["status"]),
               adminCli(closed, wrongFile)(["tokens", "list"]),
               Effect.promise(() =>
-                runBinAsync("mesh-control-plane", ["admin", "nodes", "list", "--admin-token-path", wrongFile], {
+                runBin("mesh-control-plane", ["admin", "nodes", "list", "--admin-token-path", wrongFile], {
                   MESH_CONTROL_PLANE: "",
                 }),
               ),

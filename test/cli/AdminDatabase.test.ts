@@ -8,11 +8,11 @@ import { runBin } from "../support/processes.js"
 const lines = (text: string) => text.split("\n").filter((l) => l.trim().length > 0)
 
 describe("the admin database commands work on a control plane's database only", () => {
-  it("refuse a sqlite path that does not exist, and do not create it", () => {
+  it("refuse a sqlite path that does not exist, and do not create it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mesh-admin-db-"))
     try {
       const path = join(dir, "typo.db")
-      const result = runBin("mesh-control-plane", ["admin", "ban", "--peer", "12D3KooWx", "--db-dsn", path])
+      const result = await runBin("mesh-control-plane", ["admin", "ban", "--peer", "12D3KooWx", "--db-dsn", path])
       expect(result.status).toBe(2)
       expect(lines(result.stderr)).toEqual([
         `mesh-control-plane: --db-dsn: ${path} does not exist; give the control plane's database file (admin commands never create one)`,
@@ -23,7 +23,7 @@ describe("the admin database commands work on a control plane's database only", 
     }
   })
 
-  it("refuse a sqlite file that is not a control plane's database, and leave it as it was", () => {
+  it("refuse a sqlite file that is not a control plane's database, and leave it as it was", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mesh-admin-db-"))
     try {
       const path = join(dir, "other.db")
@@ -33,7 +33,7 @@ describe("the admin database commands work on a control plane's database only", 
       const empty = join(dir, "empty.db")
       writeFileSync(empty, "")
       for (const file of [path, empty]) {
-        const result = runBin("mesh-control-plane", ["admin", "unban", "--peer", "12D3KooWx", "--db-dsn", file])
+        const result = await runBin("mesh-control-plane", ["admin", "unban", "--peer", "12D3KooWx", "--db-dsn", file])
         expect(result.status, file).toBe(2)
         expect(lines(result.stderr)).toEqual([
           "mesh-control-plane: --db-dsn: the sqlite database given holds no control plane (no mesh_migrations table); give the one the control plane runs on",

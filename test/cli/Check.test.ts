@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { type Completed, runBinAsync } from "../support/processes.js"
+import { type Completed, runBin } from "../support/processes.js"
 
 const lines = (text: string) => text.split("\n").filter((l) => l.trim().length > 0)
 
@@ -36,7 +36,7 @@ describe("--check", () => {
       const bad = join(dir, "bad.yaml")
       writeFileSync(bad, "services:\n  - name: x\n    type: grpc\n    target_url: http://127.0.0.1:8000\n")
 
-      const run = (name: string, args: ReadonlyArray<string>): Promise<Completed> => runBinAsync(name, args, clean)
+      const run = (name: string, args: ReadonlyArray<string>): Promise<Completed> => runBin(name, args, clean)
       const [cpGood, cpBad, routerGood, routerBad, nodeGood, nodeBad] = await Promise.all([
         run("mesh-control-plane", [
           "--check",

@@ -12,7 +12,7 @@ import * as RouterHarness from "../../src/testing/RouterHarness.js"
 import { testBackend } from "../node/backends.js"
 import { setPolicy } from "../support/admin.js"
 import { describeDatabases } from "../support/databases.js"
-import { runBinAsync } from "../support/processes.js"
+import { runBin } from "../support/processes.js"
 
 const POLICY = {
   roles: [
@@ -60,7 +60,7 @@ describeDatabases("a ban from the command line reaches running nodes", (db) => {
           const dbFlags = ["--db-driver", database.driver, "--db-dsn", Redacted.value(database.dsn)]
 
           const ban = yield* Effect.promise(() =>
-            runBinAsync("mesh-control-plane", ["admin", "ban", "--peer", bId, ...dbFlags]),
+            runBin("mesh-control-plane", ["admin", "ban", "--peer", bId, ...dbFlags]),
           )
           expect(ban.status, ban.stderr).toBe(0)
           expect(ban.stdout).toContain(`banned ${bId}`)
@@ -80,7 +80,7 @@ describeDatabases("a ban from the command line reaches running nodes", (db) => {
           console.info(`[${db.driver}] CLI ban reached node A ${Duration.toMillis(took)} ms after the command exited`)
 
           const unban = yield* Effect.promise(() =>
-            runBinAsync("mesh-control-plane", ["admin", "unban", "--peer", bId, ...dbFlags]),
+            runBin("mesh-control-plane", ["admin", "unban", "--peer", bId, ...dbFlags]),
           )
           expect(unban.status, unban.stderr).toBe(0)
           // Unbanned, B is reachable again without waiting for a sync: the connection to it is made anew.

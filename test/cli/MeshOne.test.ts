@@ -226,7 +226,7 @@ describe("mesh-one", () => {
       const args = ["--data-dir", join(dir, "taken"), ...ANY_PORTS]
       const at = args.indexOf("--node-b-port")
       args[at + 1] = String(port)
-      const result = runBin("mesh-one", args)
+      const result = await runBin("mesh-one", args)
       expect(result.status).not.toBe(0)
       expect(result.stderr.trim()).toBe(
         `mesh-one: port ${port} (node B) is taken; choose another with --node-b-port <port>`,

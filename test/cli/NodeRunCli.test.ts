@@ -37,13 +37,15 @@ describe("mesh-node run command line", () => {
       const dir = yield* NodeHarness.tempDir
       const config = join(dir, "mesh-node.yaml")
       writeFileSync(config, "services:\n  - name: files\n    type: ftp\n    target_url: http://127.0.0.1:1\n")
-      const bad = runBin("mesh-node", ["run", "--data-dir", dir, "--control-plane", "http://127.0.0.1:1"])
+      const bad = yield* Effect.promise(() =>
+        runBin("mesh-node", ["run", "--data-dir", dir, "--control-plane", "http://127.0.0.1:1"]),
+      )
       expect(bad.status).toBe(2)
       expect(bad.stderr.trim().split("\n")).toEqual([
         `mesh-node: ${config}: services[0].type: must be one of mcp, inference, a2a`,
       ])
       writeFileSync(config, "lables:\n  zone: eu\n")
-      const typo = runBin("mesh-node", ["run", "--data-dir", dir])
+      const typo = yield* Effect.promise(() => runBin("mesh-node", ["run", "--data-dir", dir]))
       expect(typo.status).toBe(2)
       expect(typo.stderr).toContain("lables: is unexpected")
     }).pipe(Effect.scoped),

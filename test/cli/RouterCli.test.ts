@@ -42,8 +42,8 @@ const poll = async <A>(what: string, attempt: () => Promise<A | undefined>): Pro
 }
 
 describe("mesh-router command line", () => {
-  it("requires a control plane URL, with a one-line reason", () => {
-    const result = runBin("mesh-router", [], { MESH_CONTROL_PLANE: "" })
+  it("requires a control plane URL, with a one-line reason", async () => {
+    const result = await runBin("mesh-router", [], { MESH_CONTROL_PLANE: "" })
     expect(result.status).toBe(2)
     expect(result.stderr.trim()).toBe("mesh-router: --control-plane is required (or MESH_CONTROL_PLANE)")
   })

@@ -23,7 +23,7 @@ describe("mesh-demo", () => {
     try {
       const port = portOf(taken)
       for (const sub of ["mcp", "model"]) {
-        const result = runBin("mesh-demo", [sub, "--port", String(port)])
+        const result = await runBin("mesh-demo", [sub, "--port", String(port)])
         expect(result.status, result.stderr).toBe(2)
         expect(result.stderr).toBe(`mesh-demo: port ${port} is in use: choose another with --port\n`)
       }

@@ -78,14 +78,14 @@ describe("compose.yaml", () => {
     }
   })
 
-  it("gives every mesh service a role of the image and only flags its program knows", () => {
+  it("gives every mesh service a role of the image and only flags its program knows", async () => {
     for (const [name, service] of meshServices) {
       const command = service.command ?? []
       const role = ROLES[command[0] ?? ""]
       expect(role, `${name}: role ${command[0]}`).toBeDefined()
       if (role === undefined) continue
       expect(command.slice(1, 1 + role.subcommand.length)).toEqual(role.subcommand)
-      const known = helpFlags(role.program, role.subcommand)
+      const known = await helpFlags(role.program, role.subcommand)
       for (const arg of command.filter((a) => a.startsWith("--"))) {
         expect(known.has(arg), `${name}: ${role.program} has no ${arg}`).toBe(true)
       }
@@ -285,11 +285,11 @@ describePostgres("the example mesh of compose.yaml, brought up on this machine",
     child.stderr?.on("data", (chunk) => {
       logs.set(name, `${logs.get(name) ?? ""}${chunk}`)
     })
-    await poll(`${name}'s health check`, () => (healthcheck(health).status === 0 ? true : undefined)).catch(
-      (error: Error) => {
-        throw new Error(`${error.message}; ${name} said: ${(logs.get(name) ?? "").slice(-2000)}`)
-      },
-    )
+    await poll(`${name}'s health check`, async () =>
+      (await healthcheck(health)).status === 0 ? true : undefined,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}; ${name} said: ${(logs.get(name) ?? "").slice(-2000)}`)
+    })
     return child
   }
 

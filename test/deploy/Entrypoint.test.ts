@@ -17,8 +17,11 @@ const stubs = stubBinDir(join(dir, "stubs"))
 const healthFile = join(dir, "health")
 
 /** Runs the entry point against the stub programs; returns what the stub saw and the health target written. */
-const call = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) => {
-  const result = runEntrypoint(args, { cwd: dir, env: { MESH_BIN_DIR: stubs, MESH_HEALTH_FILE: healthFile, ...env } })
+const call = async (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) => {
+  const result = await runEntrypoint(args, {
+    cwd: dir,
+    env: { MESH_BIN_DIR: stubs, MESH_HEALTH_FILE: healthFile, ...env },
+  })
   const health = existsSync(healthFile) ? readFileSync(healthFile, "utf8").trim() : undefined
   const seen =
     result.status === 0 && result.stdout.startsWith("{")
@@ -33,18 +36,22 @@ describe("container entry point", () => {
     ["router", "mesh-router"],
     ["node", "mesh-node"],
     ["one", "mesh-one"],
-  ])("runs %s as %s with its arguments unchanged", (role, program) => {
+  ])("runs %s as %s with its arguments unchanged", async (role, program) => {
     const args = ["--flag=value", "two words", "", "--last"]
-    const result = call([role, ...args])
+    const result = await call([role, ...args])
     expect(result.status).toBe(0)
     expect(result.seen?.program).toBe(program)
     expect(result.seen?.argv).toEqual(args)
   })
 
-  it("passes node subcommands and admin commands through", () => {
-    expect(call(["node", "run", "--data-dir", "x"]).seen?.argv).toEqual(["run", "--data-dir", "x"])
-    expect(call(["node", "join", "--role", "mesh:role:node"]).seen?.argv).toEqual(["join", "--role", "mesh:role:node"])
-    expect(call(["control-plane", "admin", "ban", "--peer", "12D3KooW"]).seen?.argv).toEqual([
+  it("passes node subcommands and admin commands through", async () => {
+    expect((await call(["node", "run", "--data-dir", "x"])).seen?.argv).toEqual(["run", "--data-dir", "x"])
+    expect((await call(["node", "join", "--role", "mesh:role:node"])).seen?.argv).toEqual([
+      "join",
+      "--role",
+      "mesh:role:node",
+    ])
+    expect((await call(["control-plane", "admin", "ban", "--peer", "12D3KooW"])).seen?.argv).toEqual([
       "admin",
       "ban",
       "--peer",
@@ -52,28 +59,28 @@ describe("container entry point", () => {
     ])
   })
 
-  it("without a command, or with an unknown one, prints the usage on stderr and exits 2", () => {
-    const none = call([])
+  it("without a command, or with an unknown one, prints the usage on stderr and exits 2", async () => {
+    const none = await call([])
     expect(none.status).toBe(2)
     expect(none.stdout).toBe("")
     expect(none.stderr).toContain("usage: control-plane [flags]")
-    const unknown = call(["mesh-router", "--listen", "x"])
+    const unknown = await call(["mesh-router", "--listen", "x"])
     expect(unknown.status).toBe(2)
     expect(unknown.stderr.split("\n")[0]).toBe('unknown command "mesh-router"')
     expect(unknown.stderr).toContain("node join|run [flags]")
   })
 
-  it("help prints the usage on stdout and exits 0", () => {
+  it("help prints the usage on stdout and exits 0", async () => {
     for (const word of ["help", "--help", "-h"]) {
-      const result = call([word])
+      const result = await call([word])
       expect(result.status).toBe(0)
       expect(result.stdout).toContain("router [flags]")
     }
   })
 
-  it("exits with the program's exit code", () => {
-    expect(call(["router"], { STUB_EXIT: "3" }).status).toBe(3)
-    expect(call(["node", "run"], { STUB_EXIT: "2" }).status).toBe(2)
+  it("exits with the program's exit code", async () => {
+    expect((await call(["router"], { STUB_EXIT: "3" })).status).toBe(3)
+    expect((await call(["node", "run"], { STUB_EXIT: "2" })).status).toBe(2)
   })
 
   it.each<[string, ReadonlyArray<string>, NodeJS.ProcessEnv, string | undefined]>([
@@ -114,22 +121,22 @@ describe("container entry point", () => {
     ["node join: none", ["node", "join"], {}, undefined],
     ["one, default port", ["one"], {}, "http://127.0.0.1:8080/healthz"],
     ["one, port flag", ["one", "--port", "9080", "--router-port", "4002"], {}, "http://127.0.0.1:9080/healthz"],
-  ])("writes the health target: %s", (_, args, env, expected) => {
-    const result = call(args, env)
+  ])("writes the health target: %s", async (_, args, env, expected) => {
+    const result = await call(args, env)
     expect(result.status).toBe(0)
     expect(result.health).toBe(expected?.replace("DIR", dir))
   })
 
-  it("gives the router a metrics listener only when none is chosen", () => {
-    expect(call(["router"]).seen?.metricsAddr).toBe("0.0.0.0:9090")
-    expect(call(["router", "--metrics-addr", "127.0.0.1:7000"]).seen?.metricsAddr).toBeNull()
-    expect(call(["router"], { MESH_METRICS_ADDR: "10.0.0.1:1" }).seen?.metricsAddr).toBe("10.0.0.1:1")
-    expect(call(["node", "run"]).seen?.metricsAddr).toBeNull()
+  it("gives the router a metrics listener only when none is chosen", async () => {
+    expect((await call(["router"])).seen?.metricsAddr).toBe("0.0.0.0:9090")
+    expect((await call(["router", "--metrics-addr", "127.0.0.1:7000"])).seen?.metricsAddr).toBeNull()
+    expect((await call(["router"], { MESH_METRICS_ADDR: "10.0.0.1:1" })).seen?.metricsAddr).toBe("10.0.0.1:1")
+    expect((await call(["node", "run"])).seen?.metricsAddr).toBeNull()
   })
 
-  it("removes a stale health target when the new command has none", () => {
-    expect(call(["control-plane"]).health).toBeDefined()
-    expect(call(["node", "join"]).health).toBeUndefined()
+  it("removes a stale health target when the new command has none", async () => {
+    expect((await call(["control-plane"])).health).toBeDefined()
+    expect((await call(["node", "join"])).health).toBeUndefined()
   })
 })
 
@@ -138,12 +145,12 @@ describe("container entry point and health check, with the real programs", () =>
   const env = (health: string): NodeJS.ProcessEnv => ({ MESH_BIN_DIR: shims, MESH_HEALTH_FILE: health })
 
   // The control plane and the node run for real below.
-  it("reaches the router's and mesh-one's --help", () => {
+  it("reaches the router's and mesh-one's --help", async () => {
     for (const [role, program] of [
       ["router", "mesh-router"],
       ["one", "mesh-one"],
     ] as const) {
-      const result = runEntrypoint([role, "--help"], { cwd: dir, env: env(join(dir, "help-health")) })
+      const result = await runEntrypoint([role, "--help"], { cwd: dir, env: env(join(dir, "help-health")) })
       expect(result.status).toBe(0)
       expect(result.stdout).toContain(program)
     }
@@ -175,21 +182,23 @@ describe("container entry point and health check, with the real programs", () =>
     )
     children.push(node)
 
-    await poll("the control plane's health check", () => (healthcheck(cpHealth).status === 0 ? true : undefined))
+    await poll("the control plane's health check", async () =>
+      (await healthcheck(cpHealth)).status === 0 ? true : undefined,
+    )
     expect(readFileSync(cpHealth, "utf8").trim()).toBe(`http://127.0.0.1:${port}/healthz`)
-    await poll("the node's health check", () => (healthcheck(nodeHealth).status === 0 ? true : undefined))
+    await poll("the node's health check", async () => ((await healthcheck(nodeHealth)).status === 0 ? true : undefined))
     expect(readFileSync(nodeHealth, "utf8").trim()).toBe(`unix:${join(dir, "node", "mesh.sock")}`)
 
     await stop(controlPlane)
     await stop(node)
-    const down = healthcheck(cpHealth)
+    const down = await healthcheck(cpHealth)
     expect(down.status).toBe(1)
     expect(down.stderr).toContain(`unhealthy: http://127.0.0.1:${port}/healthz`)
-    expect(healthcheck(nodeHealth).status).toBe(1)
+    expect((await healthcheck(nodeHealth)).status).toBe(1)
   })
 
-  it("the health check fails with a reason when the entry point wrote no target", () => {
-    const result = healthcheck(join(dir, "never-written"))
+  it("the health check fails with a reason when the entry point wrote no target", async () => {
+    const result = await healthcheck(join(dir, "never-written"))
     expect(result.status).toBe(1)
     expect(result.stderr).toContain("is missing")
   })

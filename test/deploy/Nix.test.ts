@@ -45,8 +45,8 @@ describe("NixOS module options", () => {
     }
   })
 
-  it.each(Object.entries(table))("%s: every option is a flag of the program", (_, section) => {
-    const known = helpFlags(section.program, section.subcommand)
+  it.each(Object.entries(table))("%s: every option is a flag of the program", async (_, section) => {
+    const known = await helpFlags(section.program, section.subcommand)
     for (const [option, spec] of Object.entries(section.options)) {
       expect(known.has(spec.flag), `${option}: ${section.program} has no ${spec.flag}`).toBe(true)
       expect(spec.flag, `${option} mirrors its flag`).toBe(
@@ -143,7 +143,7 @@ describeNix(`Nix files${hasNix ? "" : " (skipped: nix-instantiate is not install
     }
   })
 
-  it("builds each program's arguments from option values: every type, only known flags", () => {
+  it("builds each program's arguments from option values: every type, only known flags", async () => {
     const cp = argsOf(
       "controlPlane",
       '{ issuer = [ "https://a.example" "https://b.example" ]; autoApproveEnrollment = true; insecureSkipTlsVerify = false; enrollRateLimit = 5; adminTokenPath = /run/keys/admin; oidcClientId = null; }',
@@ -177,7 +177,7 @@ describeNix(`Nix files${hasNix ? "" : " (skipped: nix-instantiate is not install
       ["router", router],
       ["node", node],
     ] as const) {
-      const known = helpFlags(table[section]?.program ?? "", table[section]?.subcommand ?? [])
+      const known = await helpFlags(table[section]?.program ?? "", table[section]?.subcommand ?? [])
       for (const arg of built.args.filter((a) => a.startsWith("--"))) expect(known.has(arg), arg).toBe(true)
     }
   })

@@ -3,7 +3,7 @@
  * folder of programs (stubs that report how they were called, or shims that run the built ones), and the
  * container health check.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { type ChildProcess, type ExecFileOptions, execFile, spawn } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -21,11 +21,14 @@ const ANSI = /\u001b\[[0-9;]*m/g
 const helpCache = new Map<string, ReadonlySet<string>>()
 
 /** The flags a command's --help lists (its option headings, `--name`), read once per command. */
-export const helpFlags = (program: string, subcommand: ReadonlyArray<string> = []): ReadonlySet<string> => {
+export const helpFlags = async (
+  program: string,
+  subcommand: ReadonlyArray<string> = [],
+): Promise<ReadonlySet<string>> => {
   const key = [program, ...subcommand].join(" ")
   const cached = helpCache.get(key)
   if (cached !== undefined) return cached
-  const result = runBin(program, [...subcommand, "--help"])
+  const result = await runBin(program, [...subcommand, "--help"])
   if (result.status !== 0) throw new Error(`${key} --help exited ${result.status}: ${result.stderr}`)
   const flags = new Set<string>()
   for (const line of result.stdout.replace(ANSI, "").split("\n")) {
@@ -78,15 +81,20 @@ export interface Ran {
   readonly stderr: string
 }
 
-export const runEntrypoint = (args: ReadonlyArray<string>, options: { env: NodeJS.ProcessEnv; cwd: string }): Ran => {
-  const result = spawnSync("sh", [entrypoint, ...args], {
-    cwd: options.cwd,
-    env: entrypointEnv(options.env),
-    encoding: "utf8",
-    timeout: 120_000,
+/** Runs a command to its end without blocking the worker (a blocked worker cannot answer vitest's runner). */
+const ran = (command: string, args: ReadonlyArray<string>, options: ExecFileOptions): Promise<Ran> =>
+  new Promise((resolve) => {
+    execFile(command, args, { ...options, encoding: "utf8" }, (error, stdout, stderr) => {
+      const status = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resolve({ status, stdout, stderr })
+    })
   })
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
-}
+
+export const runEntrypoint = (
+  args: ReadonlyArray<string>,
+  options: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<Ran> =>
+  ran("sh", [entrypoint, ...args], { cwd: options.cwd, env: entrypointEnv(options.env), timeout: 120_000 })
 
 export const startEntrypoint = (
   args: ReadonlyArray<string>,
@@ -99,14 +107,11 @@ export const startEntrypoint = (
   })
 
 /** Runs the container health check against the target in `healthFile`. */
-export const healthcheck = (healthFile: string): Ran => {
-  const result = spawnSync(process.execPath, [healthcheckScript], {
+export const healthcheck = (healthFile: string): Promise<Ran> =>
+  ran(process.execPath, [healthcheckScript], {
     env: { ...process.env, MESH_HEALTH_FILE: healthFile },
-    encoding: "utf8",
     timeout: 30_000,
   })
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
-}
 
 /** Retries until `attempt` gives a value, 60 s at most. */
 export const poll = async <A>(what: string, attempt: () => Promise<A | undefined> | A | undefined): Promise<A> => {

@@ -87,7 +87,9 @@ describeDatabases("bans", (db) => {
         const enrolled = yield* MeshClient.decodeEnroll(yield* MeshClient.enroll(cp.url, peer, token.token))
         const dbFlags = ["--db-driver", database.driver, "--db-dsn", Redacted.value(database.dsn)]
 
-        const ban = runBin("mesh-control-plane", ["admin", "ban", "--peer", peer.peerId, ...dbFlags])
+        const ban = yield* Effect.promise(() =>
+          runBin("mesh-control-plane", ["admin", "ban", "--peer", peer.peerId, ...dbFlags]),
+        )
         expect(ban.status, ban.stderr).toBe(0)
         expect(ban.stdout).toContain(`banned ${peer.peerId}`)
         // Another process wrote the ban: postgres tells the server at once; on sqlite its cache lasts two seconds.
@@ -97,12 +99,16 @@ describeDatabases("bans", (db) => {
         })
         expect((yield* MeshClient.refresh(cp.url, peer, enrolled.biscuitToken)).status).toBe(403)
 
-        const unban = runBin("mesh-control-plane", ["admin", "unban", "--peer", peer.peerId, ...dbFlags])
+        const unban = yield* Effect.promise(() =>
+          runBin("mesh-control-plane", ["admin", "unban", "--peer", peer.peerId, ...dbFlags]),
+        )
         expect(unban.stdout).toContain(`unbanned ${peer.peerId}`)
         yield* TestClock.adjust(Duration.seconds(2))
         yield* eventually(MeshClient.info(cp.url), (i) => i.bannedPeerIds.length === 0, { what: "unban on /info" })
 
-        const unknown = runBin("mesh-control-plane", ["admin", "ban", "--peer", "12D3KooWNope", ...dbFlags])
+        const unknown = yield* Effect.promise(() =>
+          runBin("mesh-control-plane", ["admin", "ban", "--peer", "12D3KooWNope", ...dbFlags]),
+        )
         expect(unknown.status).toBe(1)
         expect(unknown.stderr.trim()).toBe("mesh-control-plane: no such node")
 

@@ -2,7 +2,7 @@
  * Runs the mesh programs as child processes, as an operator does: the built programs (`npm run build`, which the test
  * run does first, support/buildPrograms.ts), or with MESH_RUN_SOURCE=1 their TypeScript entry points through tsx.
  */
-import { execFile, spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { join } from "node:path"
 
 const root = join(import.meta.dirname, "..", "..")
@@ -30,28 +30,18 @@ export interface Completed {
   readonly stderr: string
 }
 
-export const runBin = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Completed => {
-  const result = spawnSync(process.execPath, nodeArgs(name, args), {
-    cwd: root,
-    env: { ...process.env, ...env },
-    encoding: "utf8",
-    // A loaded CI machine runs several suites at once; a command that needs more than this is stuck.
-    timeout: 120_000,
-  })
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr }
-}
-
 /**
- * As runBin, without blocking the test's event loop: what a test needs while servers of its own (a control plane, a
- * router, nodes) run in the same process.
+ * Runs a program to its end, without blocking the test's event loop: a worker blocked in a synchronous spawn cannot
+ * answer vitest, whose reports then time out on a loaded machine, nor serve the servers a test runs in its process.
  */
-export const runBinAsync = (
+export const runBin = (
   name: string,
   args: ReadonlyArray<string>,
   env: NodeJS.ProcessEnv = {},
+  input?: string,
 ): Promise<Completed> =>
   new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       nodeArgs(name, args),
       { cwd: root, env: { ...process.env, ...env }, encoding: "utf8", timeout: 120_000 },
@@ -60,4 +50,5 @@ export const runBinAsync = (
         resolve({ status: code, stdout, stderr })
       },
     )
+    child.stdin?.end(input)
   })
