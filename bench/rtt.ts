@@ -156,6 +156,7 @@ const measure = (
     const delayedNode = (name: string, services: ReadonlyArray<string>) =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(freePort)
+        if (process.env.BENCH_LINK_TRACE === "1") console.error(`node ${name} listens at ${port}`)
         const link = yield* forwarder(port)
         const node = yield* Topology.node(cp, folder, name, {
           listen: `/ip4/127.0.0.1/tcp/${port}`,
@@ -242,7 +243,11 @@ const measure = (
     }
 
     const coldModern: Array<number> = []
-    for (const service of modernNames.slice(1)) coldModern.push(yield* Effect.promise(() => timed(callRemote(service))))
+    for (const service of modernNames.slice(1)) {
+      if (process.env.BENCH_LINK_TRACE === "1") console.error(`call ${performance.now().toFixed(1)} start ${service}`)
+      coldModern.push(yield* Effect.promise(() => timed(callRemote(service))))
+      if (process.env.BENCH_LINK_TRACE === "1") console.error(`call ${performance.now().toFixed(1)} end ${service}`)
+    }
 
     const openaiVia = (baseURL: string, fetcher?: typeof globalThis.fetch) =>
       new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, ...(fetcher === undefined ? {} : { fetch: fetcher }) })
