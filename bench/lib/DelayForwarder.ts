@@ -17,7 +17,9 @@ export interface DelayForwarder {
  * Writes what `from` sends to `to`, each chunk `delayMs` after it arrived; its end, then its close, travel behind the
  * last chunk.
  */
-const delayed = (from: Socket, to: Socket, delayMs: number) => {
+const TRACE = process.env.BENCH_LINK_TRACE === "1"
+
+const delayed = (from: Socket, to: Socket, delayMs: number, label: string) => {
   const queue: Array<{ due: number; item: Buffer | "end" | "close" }> = []
   let timer: NodeJS.Timeout | undefined
   const drain = () => {
@@ -40,7 +42,10 @@ const delayed = (from: Socket, to: Socket, delayMs: number) => {
     queue.push({ due: performance.now() + delayMs, item })
     schedule()
   }
-  from.on("data", (chunk: Buffer) => push(chunk))
+  from.on("data", (chunk: Buffer) => {
+    if (TRACE) console.error(`link ${performance.now().toFixed(1)} ${label} ${chunk.length}`)
+    push(chunk)
+  })
   from.on("end", () => push("end"))
   from.on("close", () => push("close"))
 }
@@ -60,8 +65,8 @@ export const start = (target: number, delayMs: number, port = 0): Promise<DelayF
         socket.on("close", () => open.delete(socket))
         socket.on("error", () => socket.destroy())
       }
-      delayed(client, upstream, delayMs)
-      delayed(upstream, client, delayMs)
+      delayed(client, upstream, delayMs, `${target}<`)
+      delayed(upstream, client, delayMs, `${target}>`)
     })
     server.once("error", reject)
     server.listen(port, "127.0.0.1", () => {

@@ -11,6 +11,12 @@
  *    Each next attempt starts early when every earlier one has failed. The first to authenticate wins; the rest are
  *    cancelled.
  *
+ * Whatever made the first connection, a path that is relayed does not stay so when it need not: a member reached
+ * only through a relay is dialled at its own addresses, the direct attempts of the same plan (DCUtR's unilateral
+ * upgrade), at once beside the hole punch (layers/mesh/HolePunchLive.ts), and step 1 uses the direct connection once
+ * it is admitted. On a flat network (one LAN, one VPC, loopback) that dial is what makes the path direct; across NATs
+ * the punch does, and a private address of another home costs the upgrade nothing but a dial that times out.
+ *
  * libp2p's own dial bounds are set to the same figures, so a dial made by libp2p itself (a relay reservation, the
  * DHT) stalls no longer than one made here.
  */

@@ -570,13 +570,13 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(2) })("pr
       expect(answers.map((x) => x.status)).toEqual(answers.map(() => 200))
       expect(answers.map((x) => (JSON.parse(x.body) as Echoed).body)).toEqual(answers.map((_, i) => `request ${i}`))
       expect((yield* streaming.await)._tag).toBe("Success")
-      // A reached B through the router: nothing told it a direct address, so every request above was relayed.
+      // A first reached B through the router, then directly (test/node/DirectPath.test.ts): at most the two.
       const host = yield* memberService(a, MeshHost)
       const toB = host.libp2p.getConnections().filter((c) => c.remotePeer.toString() === bId)
-      expect(toB.length).toBe(1)
-      expect(toB[0]?.limits).toBeDefined()
-      // Every exchange closed its stream on both sides: none is left open on the connection.
-      const open = () => (toB[0]?.streams ?? []).filter((x) => x.protocol === PROTOCOL).length
+      expect(toB.length).toBeGreaterThan(0)
+      expect(toB.length).toBeLessThanOrEqual(2)
+      // Every exchange closed its stream on both sides: none is left open on any connection.
+      const open = () => toB.flatMap((c) => c.streams).filter((x) => x.protocol === PROTOCOL).length
       yield* Effect.sync(open).pipe(
         Effect.filterOrFail((n) => n === 0),
         Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("5 seconds"))),

@@ -1,14 +1,16 @@
 /**
  * The node's hole punching (services/mesh/HolePunch.ts): it learns its public address from the routers' identify
- * answers, watches for members reached only through a relay, and for each one where it is the initiator runs the
- * `/mesh/punch/1.0.0` exchange over the relayed connection, then dials as the plan says. The new connection is like
- * any other: the gate and the mesh handshake admit it before anything uses it (MeshHost prefers it once admitted),
- * and the relayed connection stays open as the fallback. Routers run none of this.
+ * answers, watches for members reached only through a relay, and for each one where it is the initiator (once
+ * identify over the relayed connection has told it the peer's own addresses) dials those addresses (MeshHost.upgrade,
+ * DCUtR's unilateral upgrade: what makes a path direct on a flat network) and at the same time runs the
+ * `/mesh/punch/1.0.0` exchange over the relayed connection, then dials as the plan says; the first direct connection
+ * wins. The new connection is like any other: the gate and the mesh handshake admit it before anything uses it
+ * (MeshHost prefers it once admitted), and the relayed connection stays open as the fallback. Routers run none of this.
  */
 import { createServer } from "node:net"
 import type { Connection, DialOptions, IdentifyResult, Stream } from "@libp2p/interface"
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr"
-import { Clock, Duration, Effect, FiberSet, Layer, Option, Ref, Schedule } from "effect"
+import { Cause, Chunk, Clock, Duration, Effect, FiberSet, Layer, Option, Queue, Ref, Schedule } from "effect"
 import { ROUTER_ROLE } from "../../domain/Policy.js"
 import type { DialPorts } from "../../p2p/DialPorts.js"
 import * as Punch from "../../p2p/HolePunch.js"
@@ -28,6 +30,8 @@ const ANSWER_GAP_MS = 5_000
 const MAX_PUNCH_TARGETS = 2
 /** How often the watcher looks again without a change of peers (for retries that fell due). */
 const TICK = Duration.seconds(5)
+/** How long an upgrade waits for identify over a new relayed connection (the peer's addresses) before going without. */
+const IDENTIFY_WAIT_MS = 3_000
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
@@ -74,11 +78,24 @@ export const layer = Layer.scoped(
     const punches = metrics.counter("mesh_node_hole_punches_total", "Upgrade attempts to a direct path, by outcome.")
     const runFork = yield* FiberSet.makeRuntime<never>()
     const busy = yield* Ref.make<ReadonlySet<string>>(new Set())
+    /** Relayed connections identify has run on (their peer's addresses are in the peer store), by connection id. */
+    const identified = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const wake = yield* Queue.sliding<void>(1)
 
-    // Routers tell us where they see us from; that host is our NAT's public address (or our own, unNATed).
     const onIdentify = (event: CustomEvent<IdentifyResult>) => {
       const { peerId, observedAddr, connection } = event.detail
-      if (observedAddr === undefined || !isDirect(connection)) return
+      if (!isDirect(connection)) {
+        // The peer's listen addresses just arrived: an upgrade of this relayed path can dial them now.
+        runFork(
+          Effect.zipRight(
+            Ref.update(identified, (ids) => new Set(ids).add(connection.id)),
+            wake.offer(undefined),
+          ),
+        )
+        return
+      }
+      // Routers tell us where they see us from; that host is our NAT's public address (or our own, unNATed).
+      if (observedAddr === undefined) return
       const seen = Punch.hostOf(observedAddr)
       if (seen === undefined || LOOPBACK.test(seen)) return
       const router = peerId.toString()
@@ -240,28 +257,45 @@ export const layer = Layer.scoped(
             : Effect.void,
       )
 
+    /** The punch exchange over the relayed connection, and the dials its plan says. */
+    const punch = (peer: string, relayed: Connection) =>
+      Effect.gen(function* () {
+        const mine = yield* offer
+        if (mine.hosts.length === 0) return yield* Effect.fail("no router has told this node its public address yet")
+        const stream = yield* Effect.tryPromise({
+          try: (signal) => relayed.newStream(Punch.PROTOCOL, { signal, runOnLimitedConnection: true }),
+          catch: (error) => `the peer refused the exchange: ${describe(error)}`,
+        })
+        const started = yield* Clock.currentTimeMillis
+        const theirs = yield* withStream(stream, async (side, signal) => {
+          await side.send({ type: "connect", offer: mine.offer }, signal)
+          const answer = await Punch.expectConnect(side, signal)
+          await side.send({ type: "sync" }, signal)
+          return answer
+        })
+        const rtt = (yield* Clock.currentTimeMillis) - started
+        return yield* execute(peer, mine, theirs, true, rtt)
+      })
+
+    /**
+     * The peer's own addresses dialled and the punch, at once: on a flat network the dial wins; across NATs the punch
+     * does, without waiting for dials to another home's private addresses to time out.
+     */
     const initiate = (peer: string, relayed: Connection) =>
       exclusive(
         peer,
-        Effect.gen(function* () {
-          const mine = yield* offer
-          if (mine.hosts.length === 0) return yield* Effect.fail("no router has told this node its public address yet")
-          const stream = yield* Effect.tryPromise({
-            try: (signal) => relayed.newStream(Punch.PROTOCOL, { signal, runOnLimitedConnection: true }),
-            catch: (error) => `the peer refused the exchange: ${describe(error)}`,
-          })
-          const started = yield* Clock.currentTimeMillis
-          const theirs = yield* withStream(stream, async (side, signal) => {
-            await side.send({ type: "connect", offer: mine.offer }, signal)
-            const answer = await Punch.expectConnect(side, signal)
-            await side.send({ type: "sync" }, signal)
-            return answer
-          })
-          const rtt = (yield* Clock.currentTimeMillis) - started
-          return yield* execute(peer, mine, theirs, true, rtt)
-        }).pipe(
-          Effect.matchEffect({
-            onFailure: (reason) => finish(peer, { reason: String(reason) }),
+        Effect.race(
+          host.upgrade(peer).pipe(
+            Effect.as("dialled" as const),
+            Effect.mapError((error) => `direct dial: ${error.reason}`),
+          ),
+          Effect.mapError(punch(peer, relayed), (reason) => `hole punch: ${reason}`),
+        ).pipe(
+          Effect.matchCauseEffect({
+            onFailure: (cause) => {
+              const reasons = Chunk.toReadonlyArray(Cause.failures(cause))
+              return reasons.length === 0 ? Effect.void : finish(peer, { reason: reasons.join("; ") })
+            },
             onSuccess: (how) => (how === undefined ? Effect.void : finish(peer, { how })),
           }),
         ),
@@ -289,7 +323,11 @@ export const layer = Layer.scoped(
           return yield* execute(peer, mine, theirs, false, 0)
         }).pipe(
           Effect.matchEffect({
-            onFailure: (reason) => finish(peer, { reason: String(reason) }),
+            // The initiator ends the exchange when its dial to our own addresses made the path direct first.
+            onFailure: (reason) =>
+              Effect.flatMap(host.connections(peer), (open) =>
+                open.some(isDirect) ? Effect.void : finish(peer, { reason: String(reason) }),
+              ),
             onSuccess: (how) => (how === undefined ? Effect.void : finish(peer, { how })),
           }),
         ),
@@ -316,16 +354,23 @@ export const layer = Layer.scoped(
         const now = yield* Clock.currentTimeMillis
         const known = yield* Ref.get(records)
         const running = yield* Ref.get(busy)
+        const seen = yield* Ref.get(identified)
         const out: Array<{ peer: string; relayed: Connection }> = []
+        const relayedIds = new Set<string>()
         for (const peer of yield* self.peers) {
-          if (peer.role === ROUTER_ROLE || running.has(peer.peerId) || !initiates(self.peerId, peer.peerId)) continue
+          if (peer.role === ROUTER_ROLE) continue
           const open = yield* self.connections(peer.peerId)
           const relayed = open[0]
           if (relayed === undefined || isDirect(relayed)) continue
+          for (const c of open) relayedIds.add(c.id)
+          if (running.has(peer.peerId) || !initiates(self.peerId, peer.peerId)) continue
+          if (!seen.has(relayed.id) && now < relayed.timeline.open + IDENTIFY_WAIT_MS) continue
           const last = known.get(peer.peerId)
           if (last !== undefined && last.result === "failed" && now < last.atMs + retryDelayMs(last.failures)) continue
           out.push({ peer: peer.peerId, relayed })
         }
+        // Only relayed connections still open are remembered.
+        yield* Ref.update(identified, (ids) => new Set([...ids].filter((id) => relayedIds.has(id))))
         return out
       })
 
@@ -333,7 +378,7 @@ export const layer = Layer.scoped(
       Effect.flatMap((peers) =>
         Effect.forEach(peers, ({ peer, relayed }) => Effect.sync(() => runFork(initiate(peer, relayed)))),
       ),
-      Effect.zipRight(Effect.race(host.nextChange, Effect.sleep(TICK))),
+      Effect.zipRight(Effect.raceAll([host.nextChange, wake.take, Effect.sleep(TICK)])),
       Effect.forever,
       Effect.forkScoped,
     )

@@ -327,13 +327,17 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
      * One attempt to reach a peer that has no authenticated connection: the dial plan of DialPolicy, its attempts
      * staggered and raced, the first to authenticate winning. A dial to an address that drops packets (another home's
      * private address) holds up nothing: the next attempt starts after its stagger, the relays after their head start.
+     * `directOnly`: the peer's own addresses alone (the upgrade of a relayed path).
      */
-    const reach = (peer: string): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
+    const reach = (peer: string, directOnly = false): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
       Effect.gen(function* () {
         const { direct, relays } = yield* candidates(peer)
-        const attempts = DialPolicy.plan(direct, relays)
+        const attempts = DialPolicy.plan(direct, directOnly ? [] : relays)
         if (attempts.length === 0) {
-          return yield* new MeshDialError({ address: peer, reason: "no known address and no router to relay through" })
+          return yield* new MeshDialError({
+            address: peer,
+            reason: directOnly ? "no known address of its own" : "no known address and no router to relay through",
+          })
         }
         const failed = yield* Effect.forEach(attempts, () => Deferred.make<void>())
         const remember = (attempt: DialPolicy.Attempt, reason: Option.Option<string>) =>
@@ -427,6 +431,14 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         return yield* Deferred.await(shared)
       })
 
+    /** DialPolicy's step 4: a peer reached only through a relay, dialled at its own addresses (nothing if direct). */
+    const upgrade = (peer: string): Effect.Effect<void, MeshDialError> =>
+      Effect.suspend(() =>
+        admissions.authenticatedConnections(peer).some((c) => c.limits === undefined)
+          ? Effect.void
+          : Effect.asVoid(reach(peer, true)),
+      )
+
     const openStream = (peer: string, protocol: string, options?: { readonly optimistic?: boolean }) =>
       Effect.gen(function* () {
         let connection = admissions.authenticatedConnections(peer)[0]
@@ -508,6 +520,7 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
       nextChange: Effect.suspend(() => admissions.nextChange()),
       dial,
       connect,
+      upgrade,
       lastDirectFailure: (peer) => Effect.map(Ref.get(directFailures), (map) => Option.fromNullable(map.get(peer))),
       openStream,
       listen: (address) =>

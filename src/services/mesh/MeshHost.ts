@@ -32,6 +32,12 @@ export interface MeshHostService {
    * knows for it, then through the relay of each connected router) and handshaken. Banned peers are refused.
    */
   readonly connect: (peerId: string) => Effect.Effect<AuthenticatedPeer, MeshDialError>
+  /**
+   * A direct connection to a peer this host reaches only through a relay: its own addresses (peer store: identify, the
+   * DHT) dialled as the direct attempts of the dial plan, no relay. Succeeds at once when a direct connection is open;
+   * fails when the peer has no known address or none answered (each failure kept for `lastDirectFailure`).
+   */
+  readonly upgrade: (peerId: string) => Effect.Effect<void, MeshDialError>
   /** Why the last direct dial to the peer failed, until one succeeds (for /debug/connectivity: why a path is relayed). */
   readonly lastDirectFailure: (peerId: string) => Effect.Effect<Option.Option<string>>
   /**
