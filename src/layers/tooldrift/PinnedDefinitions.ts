@@ -1,8 +1,8 @@
 /**
  * The definitions a node holds tools against, in `<data-dir>/tool-definitions.json` (0600): per
  * `mcp://<service>/<tool>`, the canonical text by fingerprint, so a drift report can carry the old definition beside
- * the new one. Bounded: at most MAX_PER_TOOL definitions a tool (the newest kept), MAX_BYTES in all (counted in UTF-16 units; past it no new
- * one is kept), none over ToolDrift.MAX_DEFINITION_BYTES. Written whole (a temporary file renamed over it) when one
+ * the new one. Bounded: at most MAX_PER_TOOL definitions a tool (the newest kept), MAX_BYTES in all (counted in
+ * UTF-16 units; past it no new one is kept), none over ToolDrift.MAX_DEFINITION_BYTES. Written whole (a temporary file renamed over it) when one
  * is added; a file that cannot be read is set aside and the node starts again: a report then lacks the old text.
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs"
