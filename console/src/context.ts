@@ -17,7 +17,7 @@ export interface PageContext {
   readonly endSession: (message: string) => void
 }
 
-export type PageId = "overview" | "approvals" | "tokens" | "nodes" | "policy" | "audit"
+export type PageId = "overview" | "approvals" | "tokens" | "nodes" | "policy" | "drift" | "audit"
 
 export interface PageDefinition {
   readonly id: PageId

@@ -10,6 +10,7 @@ import { fill, h } from "./dom.js"
 import * as Oidc from "./oidc.js"
 import * as Approvals from "./pages/approvals.js"
 import * as Audit from "./pages/audit.js"
+import * as Drift from "./pages/drift.js"
 import * as Nodes from "./pages/nodes.js"
 import * as Overview from "./pages/overview.js"
 import * as Policy from "./pages/policy.js"
@@ -23,6 +24,7 @@ const PAGES: ReadonlyArray<PageDefinition & { readonly users: boolean }> = [
   { id: "tokens", title: "Tokens", render: Tokens.render, users: true },
   { id: "nodes", title: "Nodes", render: Nodes.render, users: true },
   { id: "policy", title: "Policy", render: Policy.render, users: false },
+  { id: "drift", title: "Tool changes", render: Drift.render, users: false },
   { id: "audit", title: "Audit log", render: Audit.render, users: false },
 ]
 

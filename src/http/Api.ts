@@ -10,6 +10,7 @@ import { EnrollmentApi } from "./enrollment/EnrollmentApi.js"
 import { PoliciesApi } from "./policies/PoliciesApi.js"
 import { PublicApi } from "./public/PublicApi.js"
 import { RoutersApi } from "./routers/RoutersApi.js"
+import { AdminToolDriftApi, ToolDriftApi } from "./tooldrift/ToolDriftApi.js"
 import { UserApi } from "./user/UserApi.js"
 
 export class ControlPlaneApi extends HttpApi.make("control-plane")
@@ -18,9 +19,11 @@ export class ControlPlaneApi extends HttpApi.make("control-plane")
   .add(CredentialsApi)
   .add(RoutersApi)
   .add(CatalogApi)
+  .add(ToolDriftApi)
   .add(PoliciesApi)
   .add(AdminApi)
   .add(AdminNodesApi)
   .add(AdminStatusApi)
+  .add(AdminToolDriftApi)
   .add(UserApi)
   .add(ConsoleApi) {}

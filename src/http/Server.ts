@@ -21,6 +21,7 @@ import { PoliciesHttpLive } from "./policies/PoliciesHttp.js"
 import * as PublicFront from "./public/PublicFront.js"
 import { PublicHttpLive } from "./public/PublicHttp.js"
 import { RoutersHttpLive } from "./routers/RoutersHttp.js"
+import { AdminToolDriftHttpLive, ToolDriftHttpLive } from "./tooldrift/ToolDriftHttp.js"
 import { UserHttpLive } from "./user/UserHttp.js"
 
 export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
@@ -30,10 +31,12 @@ export const ApiLive = HttpApiBuilder.api(ControlPlaneApi).pipe(
     CredentialsHttpLive,
     RoutersHttpLive,
     CatalogHttpLive,
+    ToolDriftHttpLive,
     PoliciesHttpLive,
     AdminHttpLive,
     AdminNodesHttpLive,
     AdminStatusHttpLive,
+    AdminToolDriftHttpLive,
     UserHttpLive,
     ConsoleHttpLive,
   ]),

@@ -34,6 +34,7 @@ import * as InfoLive from "./routers/InfoLive.js"
 import * as LeasesLive from "./routers/LeasesLive.js"
 import * as Migrations from "./sql/Migrations.js"
 import * as SqlLive from "./sql/SqlLive.js"
+import * as ToolDriftReportsLive from "./tooldrift/ToolDriftReportsLive.js"
 
 /** The SqlClient, migrated. */
 export const database = (settings: ControlPlaneSettings) =>
@@ -53,7 +54,14 @@ export interface Options {
 
 export const services = (settings: ControlPlaneSettings, options: Options = {}) =>
   Layer.mergeAll(InfoLive.layer, MeshStateMetrics.layer, BanAnnouncer.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(CredentialRefreshLive.layer, EnrollmentLive.layer, RegistrationLive.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        CredentialRefreshLive.layer,
+        EnrollmentLive.layer,
+        RegistrationLive.layer,
+        ToolDriftReportsLive.layer,
+      ),
+    ),
     Layer.provideMerge(Layer.mergeAll(BansLive.layer, PolicyLive.layer)),
     Layer.provideMerge(options.events === "memory" ? MeshEventsMemory.layer : MeshEventsLibp2p.layer),
     Layer.provideMerge(Layer.mergeAll(LeasesLive.layer, CatalogLive.layer)),

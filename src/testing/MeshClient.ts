@@ -2,6 +2,8 @@
  * A protobuf client of the control plane's mesh routes, as a node or router speaks them: every request signed with
  * the peer's key for proof of possession. Public test support, and the reference for what a mesh component sends.
  */
+
+import { createHash } from "node:crypto"
 import {
   create,
   type DescMessage,
@@ -21,6 +23,7 @@ import {
   EnrollRequestSchema,
   EnrollResponseSchema,
   NodeCatalogReportSchema,
+  NodeToolDriftReportSchema,
   RouterLeaseRequestSchema,
   RouterLeaseResponseSchema,
   type ServiceType,
@@ -223,3 +226,40 @@ export const reportCatalog = (
       },
     ),
   )
+
+/**
+ * POST /nodes/tool-drift as a node sends it: the node's signature covers the body's sha256 as well. `signAs` signs
+ * with another key, `unsigned` leaves the proof out, `signedBody` signs other bytes than those sent (to test
+ * refusals).
+ */
+export const reportToolDrift = (
+  baseUrl: string,
+  peer: Peer,
+  credential: Uint8Array,
+  report: MessageInitShape<typeof NodeToolDriftReportSchema>,
+  options: {
+    readonly atMs?: number
+    readonly signAs?: Uint8Array
+    readonly unsigned?: boolean
+    readonly signedBody?: Uint8Array
+  } = {},
+) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const body = toBinary(NodeToolDriftReportSchema, create(NodeToolDriftReportSchema, report))
+    const unixMs = options.atMs ?? now
+    const digest = createHash("sha256")
+      .update(options.signedBody ?? body)
+      .digest("hex")
+    const signature = Challenge.sign(options.signAs ?? peer.seed, "nodes-tool-drift", peer.peerId, unixMs, digest)
+    return request(`${baseUrl}/nodes/tool-drift`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-protobuf",
+        authorization: `Bearer ${Biscuit.toText(credential)}`,
+        ...(options.unsigned === true
+          ? {}
+          : challengeHeaders({ challengeUnixMs: BigInt(unixMs), challengeSignature: signature })),
+      },
+      body: Buffer.from(body),
+    })
+  })

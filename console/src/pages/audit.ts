@@ -19,6 +19,8 @@ const ACTIONS = {
   "node.unbanned": "Node unbanned",
   "node.autonomous_recovery": "Autonomous recovery set",
   "policy.replaced": "Policy replaced",
+  "tool_drift.approved": "Tool change approved",
+  "tool_drift.dismissed": "Tool change dismissed",
 } as const satisfies Record<Action, string>
 
 const PAGE_SIZE = 25

@@ -1,4 +1,5 @@
 /** ControlPlaneClient over fetch, with a bounded wait per request (on the Effect clock). */
+import { createHash } from "node:crypto"
 import { create, type DescMessage, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf"
 import { Clock, Duration, Effect, Layer } from "effect"
 import * as Biscuit from "../../crypto/Biscuit.js"
@@ -11,6 +12,7 @@ import {
   EnrollRequestSchema,
   EnrollResponseSchema,
   NodeCatalogReportSchema,
+  NodeToolDriftReportSchema,
   PolicyConfigGetResponseSchema,
   RouterLeaseRequestSchema,
   RouterLeaseResponseSchema,
@@ -179,6 +181,23 @@ export const make = (baseUrl: string) => {
           ),
         }),
       ).pipe(Effect.asVoid),
+    reportToolDrift: (signer, credential, report) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const body = toBinary(NodeToolDriftReportSchema, create(NodeToolDriftReportSchema, report))
+        const digest = createHash("sha256").update(body).digest("hex")
+        return call("/nodes/tool-drift", {
+          method: "POST",
+          headers: {
+            "content-type": PROTOBUF,
+            ...bearer(credential),
+            "x-mesh-challenge-ts": String(now),
+            "x-mesh-challenge-sig": Challenge.toHeader(
+              Challenge.sign(signer.seed, "nodes-tool-drift", signer.peerId, now, digest),
+            ),
+          },
+          body: Buffer.from(body),
+        })
+      }).pipe(Effect.asVoid),
     info: call("/info", {}).pipe(Effect.flatMap(decode(ControlPlaneInfoResponseSchema))),
     lease: (signer, credential, lease) =>
       Effect.flatMap(proof(signer, "routers-lease"), (p) =>

@@ -28,6 +28,7 @@ import * as MeshHostLive from "../mesh/MeshHostLive.js"
 import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
+import * as DriftReporterLive from "../tooldrift/DriftReporterLive.js"
 import * as ToolSearchLive from "../toolsearch/ToolSearchLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
@@ -81,6 +82,8 @@ export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>
     Layer.provideMerge(Layer.merge(PeerProxyLive.layer, services)),
     // The policy view decides for the proxy's serving side, among the services.
     Layer.provideMerge(PolicyViewLive.layer),
+    // Tool drift the node notices goes to the control plane; ToolPinning, above, finds the reporter here.
+    Layer.provideMerge(DriftReporterLive.layer),
     // Agents' tokens are minted and verified from the membership alone; the proxy's serving side verifies them.
     Layer.provideMerge(AgentTokenFiles.layer.pipe(Layer.provideMerge(AgentsLive.layer))),
     Layer.provideMerge(RouterLinksLive.layer({ relaySlots: settings.relaySlots })),

@@ -55,7 +55,19 @@ export const layer = Layer.effect(
       Effect.orDie,
     )
 
-    const replace = (document: PolicyRules.Document, actor: Actor) =>
+    /** The row as it stands, locked for the rest of the transaction where the database can (postgres). */
+    const locked = sql.onDialectOrElse({
+      pg: () => sql`SELECT document, version, updated_at FROM policy WHERE id = 1 FOR UPDATE`,
+      orElse: () => sql`SELECT document, version, updated_at FROM policy WHERE id = 1`,
+    })
+    const readLocked = Effect.flatMap(locked, (rows) =>
+      rows.length === 0
+        ? Effect.succeed(PolicyRules.empty)
+        : Effect.map(Schema.decodeUnknown(PolicyRow)(rows[0]), (row) => row.document as PolicyRules.Document),
+    ).pipe(Effect.orDie)
+
+    /** Validates and writes `document`, with its audit record; the caller holds the transaction. */
+    const store = (document: PolicyRules.Document, actor: Actor) =>
       Effect.gen(function* () {
         const valid = yield* Either.match(PolicyRules.validate(document, config.issuers), {
           onLeft: (reason) => Effect.fail(new BadRequest({ message: `invalid policy: ${reason}` })),
@@ -75,14 +87,28 @@ export const layer = Layer.effect(
           details: { roles: valid.roles.length, bindings: valid.bindings.length },
         })
         yield* Effect.logInfo("policy replaced").pipe(Effect.annotateLogs({ version: row?.version ?? 0 }))
-        return { document: valid, version: row?.version ?? 0, updatedAt: now }
-      }).pipe(
+        return { document: valid, version: row?.version ?? 0, updatedAt: now } satisfies PolicySnapshot
+      })
+
+    /** Announced once the transaction has committed, so a node that re-reads at the event sees the new policy. */
+    const committed = <E, R>(write: Effect.Effect<PolicySnapshot, E, R>) =>
+      write.pipe(
         sql.withTransaction,
         Effect.catchTag("SqlError", Effect.die),
         Effect.tap((snapshot) => events.publish({ type: "policy_update", sequence: snapshot.version })),
-        Effect.withSpan("Policy.replace"),
       )
 
-    return { current, replace }
+    const replace = (document: PolicyRules.Document, actor: Actor) =>
+      committed(store(document, actor)).pipe(Effect.withSpan("Policy.replace"))
+
+    const amend = <E, R>(
+      change: (current: PolicyRules.Document) => Effect.Effect<PolicyRules.Document, E, R>,
+      actor: Actor,
+    ) =>
+      committed(Effect.flatMap(readLocked, change).pipe(Effect.flatMap((document) => store(document, actor)))).pipe(
+        Effect.withSpan("Policy.amend"),
+      )
+
+    return { current, replace, amend }
   }),
 )

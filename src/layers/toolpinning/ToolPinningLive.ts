@@ -11,6 +11,7 @@ import * as ToolName from "../../domain/ToolName.js"
 import * as ToolPinningRules from "../../domain/ToolPinning.js"
 import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
+import { type Drift, DriftReporter } from "../../services/tooldrift/DriftReporter.js"
 import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import * as FirstUsePins from "./FirstUsePins.js"
 
@@ -29,6 +30,8 @@ export const layer = Layer.effect(
     )
     const pins = yield* SynchronizedRef.make(yield* FirstUsePins.load(settings.dataDir))
     const reported = yield* Ref.make<ReadonlySet<string>>(new Set())
+    // Where the node has one (a member), drift goes to the control plane and pinned definitions are kept for its diffs.
+    const reporter = yield* Effect.serviceOption(DriftReporter)
 
     const nodeMode = settings.file.tool_pinning ?? ToolPinningRules.DEFAULT_MODE
     const modes = new Map<string, ToolPinningRules.Mode>()
@@ -65,6 +68,7 @@ export const layer = Layer.effect(
       fields: Record<string, unknown>,
       judgement: ToolPinningRules.Judgement,
       mode: string,
+      report: Drift,
     ) =>
       Effect.gen(function* () {
         const isNew = yield* Ref.modify(reported, (seen) => {
@@ -82,6 +86,7 @@ export const layer = Layer.effect(
             expected: judgement.expected.join(","),
           }),
         )
+        if (Option.isSome(reporter)) yield* reporter.value.report(report)
       })
 
     return ToolPinning.of({
@@ -108,7 +113,18 @@ export const layer = Layer.effect(
               { peer: provided.peerId, tool, against: judgement.against, mode },
               judgement,
               mode,
+              {
+                providerPeerId: provided.peerId,
+                providerLabels: provided.labels,
+                tool,
+                against: judgement.against ?? "policy",
+                expected: judgement.expected,
+                fingerprint,
+                definition: provided.definition,
+              },
             )
+          } else if (mode !== "off" && Option.isSome(reporter)) {
+            yield* reporter.value.remember(tool, fingerprint, provided.definition)
           }
           return judgement
         }),

@@ -13,6 +13,8 @@ export interface ChallengeProof {
   readonly publicKey: Uint8Array
   readonly unixMs: bigint | number
   readonly signature: Uint8Array
+  /** What the signature also covers, for routes that bind their body (Challenge.payload). */
+  readonly bound?: string
 }
 
 export interface ChallengesService {

@@ -3,11 +3,13 @@
  * member's key (proof of possession). Failures are typed: the control plane refused (with its status and error
  * body) or could not be reached.
  */
+import type { MessageInitShape } from "@bufbuild/protobuf"
 import { Context, Data, type Effect } from "effect"
 import type {
   BootstrapEnrollResponse,
   ControlPlaneInfoResponse,
   EnrollResponse,
+  NodeToolDriftReportSchema,
   PolicyConfigGetResponse,
   RouterLeaseResponse,
   ServiceInfo,
@@ -65,6 +67,15 @@ export interface ControlPlaneClientService {
     signer: Signer,
     credential: Uint8Array,
     services: ReadonlyArray<Pick<ServiceInfo, "type" | "name" | "description">>,
+  ) => Effect.Effect<void, ControlPlaneError>
+  /**
+   * `POST /nodes/tool-drift`: a changed tool definition this node saw, signed with the member's key over the body
+   * as well (the operator may approve what it carries).
+   */
+  readonly reportToolDrift: (
+    signer: Signer,
+    credential: Uint8Array,
+    report: MessageInitShape<typeof NodeToolDriftReportSchema>,
   ) => Effect.Effect<void, ControlPlaneError>
   readonly lease: (
     signer: Signer,

@@ -13,6 +13,8 @@ export const ACTIONS = [
   "node.unbanned",
   "node.autonomous_recovery",
   "policy.replaced",
+  "tool_drift.approved",
+  "tool_drift.dismissed",
 ] as const
 
 export type Action = (typeof ACTIONS)[number]

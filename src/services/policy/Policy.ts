@@ -16,6 +16,15 @@ export interface PolicyService {
   readonly current: Effect.Effect<PolicySnapshot>
   /** Validates and stores a new policy; an invalid one is refused and the old one stays. */
   readonly replace: (document: Document, actor: Actor) => Effect.Effect<PolicySnapshot, BadRequest>
+  /**
+   * Replaces the policy with `change` of the one in force, read and written in one transaction (the row locked on
+   * postgres), so a concurrent edit is not lost; validated, audited and announced as `replace` is. `change` runs in
+   * that transaction: what it writes commits with the policy or not at all.
+   */
+  readonly amend: <E, R>(
+    change: (current: Document) => Effect.Effect<Document, E, R>,
+    actor: Actor,
+  ) => Effect.Effect<PolicySnapshot, BadRequest | E, R>
 }
 
 export class Policy extends Context.Tag("mesh/Policy")<Policy, PolicyService>() {}

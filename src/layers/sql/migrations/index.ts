@@ -12,6 +12,7 @@ import m0005 from "./0005_operations.js"
 import m0006 from "./0006_challenge_replays.js"
 import m0007 from "./0007_credential_release.js"
 import m0008 from "./0008_ban_version.js"
+import m0009 from "./0009_tool_drift.js"
 
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_control_plane_meta": m0001,
@@ -22,4 +23,5 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0006_challenge_replays": m0006,
   "0007_credential_release": m0007,
   "0008_ban_version": m0008,
+  "0009_tool_drift": m0009,
 }
