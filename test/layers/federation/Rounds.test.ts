@@ -307,7 +307,7 @@ describe("federation rounds", () => {
         // Stale at once: listed again at the next rounds.
         yield* rounds(2)
         expect((yield* node.asked).lists).toBe(3)
-        // A minute of rounds: a listing at each of them would be 22; backing off (2, 4, 8, 16, 32 s), 6.
+        // A minute of rounds: a listing at each of them would be 21; backing off (2, 4, 8, 16, 32 s), 6.
         yield* rounds(18)
         expect((yield* node.asked).lists).toBe(6)
       }),
