@@ -12,9 +12,9 @@
  * A peer or service that cannot be asked is a row with `error`; the call itself never fails. In a mesh-wide search
  * for a tool name those rows are left out (they would bury the answer).
  *
- * Every listing asked of a peer also feeds the tool search index. With an `intent` (and no tool name), the tools listed by this
- * search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score, before the
- * rows of peers that could not be asked.
+ * Every listing asked of a peer also feeds the tool search index. With an `intent` (and no tool name), the tools
+ * listed by this search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score,
+ * before the rows of peers that could not be asked.
  */
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
