@@ -1,17 +1,16 @@
 /**
  * ToolListings over PeerMcp: listings held in a Ref by (authorization context, peer, service) with the time they stop
  * being fresh. Only fresh ones are kept (a stale one is dropped when the next listing is stored), at most MAX_TOOLS
- * tools in all (the oldest listings go first); a failed listing is not held, and drops what was. Two calls that find
- * nothing fresh at the same moment both ask the peer: a listing is one request, and the gateway's tools ask for one
- * service on one peer once per call.
+ * tools in all (the oldest listings go first); a failed listing is not held, and drops what was. Calls that find
+ * nothing fresh while a listing of the same key is under way wait for it rather than ask again.
  */
 import { createHash } from "node:crypto"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
-import { Clock, type Duration, Effect, Layer, Option, Redacted, Ref } from "effect"
+import { Clock, Deferred, type Duration, Effect, Exit, Layer, Option, Redacted, Ref } from "effect"
 import * as ListingFreshness from "../../domain/ListingFreshness.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
-import { PeerMcp } from "../../services/mcp/PeerMcp.js"
-import { ToolListings } from "../../services/toollistings/ToolListings.js"
+import { PeerMcp, type PeerMcpError } from "../../services/mcp/PeerMcp.js"
+import { type Listing, ToolListings } from "../../services/toollistings/ToolListings.js"
 
 /** Tools held in all, at most: as many as the search index holds. */
 export const MAX_TOOLS = 20_000
@@ -50,19 +49,14 @@ export const layer = Layer.effect(
     const mcp = yield* PeerMcp
     const held = yield* Ref.make<ReadonlyMap<string, Held>>(new Map())
 
-    const get = (
-      peerId: string,
-      service: string,
-      timeout: Duration.DurationInput,
-      options: { readonly refresh?: boolean } = {},
-    ) =>
+    /** Listings being asked of peers now, by key: a call that finds nothing fresh waits for one under way. */
+    const asking = yield* Ref.make<ReadonlyMap<string, Deferred.Deferred<Option.Option<Listing>, PeerMcpError>>>(
+      new Map(),
+    )
+
+    /** Lists anew and holds the result (a failure drops what was held). */
+    const list = (key: string, peerId: string, service: string, timeout: Duration.DurationInput) =>
       Effect.gen(function* () {
-        const key = `${yield* contextOf} ${peerId}/${service}`
-        const now = yield* Clock.currentTimeMillis
-        const found = (yield* Ref.get(held)).get(key)
-        if (options.refresh !== true && found !== undefined && now < found.freshUntilMs) {
-          return { tools: found.tools, fetched: false }
-        }
         const listed = yield* mcp.listTools(peerId, service, timeout).pipe(
           Effect.tapError(() =>
             Ref.update(held, (map) => {
@@ -81,7 +75,61 @@ export const layer = Layer.effect(
           freshUntilMs: received + ListingFreshness.freshFor(ListingFreshness.ttlOf(listed.ttlMs)),
         }
         yield* Ref.update(held, (map) => store(map, key, entry, received))
-        return { tools: listed.tools, fetched: true }
+        return { tools: listed.tools, fetched: true } satisfies Listing
+      })
+
+    /**
+     * Lists anew, or waits for the listing of the same key under way (a search that asks gossip and the DHT at once
+     * reaches the same service twice). Its caller interrupted, those waiting are told to list on their own (None).
+     */
+    const shared = (
+      key: string,
+      peerId: string,
+      service: string,
+      timeout: Duration.DurationInput,
+    ): Effect.Effect<Listing, PeerMcpError> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function* () {
+          const mine = yield* Deferred.make<Option.Option<Listing>, PeerMcpError>()
+          const under = yield* Ref.modify(asking, (map) => {
+            const found = map.get(key)
+            return found === undefined ? [undefined, new Map(map).set(key, mine)] : [found, map]
+          })
+          if (under !== undefined) {
+            const outcome = yield* restore(Deferred.await(under))
+            return Option.isSome(outcome) ? outcome.value : yield* restore(shared(key, peerId, service, timeout))
+          }
+          const exit = yield* Effect.exit(restore(list(key, peerId, service, timeout)))
+          yield* Ref.update(asking, (map) => {
+            if (map.get(key) !== mine) return map
+            const next = new Map(map)
+            next.delete(key)
+            return next
+          })
+          yield* Deferred.done(
+            mine,
+            Exit.isInterrupted(exit)
+              ? Exit.succeed(Option.none())
+              : Exit.map(exit, (l): Option.Option<Listing> => Option.some(l)),
+          )
+          return yield* exit
+        }),
+      )
+
+    const get = (
+      peerId: string,
+      service: string,
+      timeout: Duration.DurationInput,
+      options: { readonly refresh?: boolean } = {},
+    ) =>
+      Effect.gen(function* () {
+        const key = `${yield* contextOf} ${peerId}/${service}`
+        const now = yield* Clock.currentTimeMillis
+        const found = (yield* Ref.get(held)).get(key)
+        // Asked to refresh: a listing begun before the caller's reason to is not waited for.
+        if (options.refresh === true) return yield* list(key, peerId, service, timeout)
+        if (found !== undefined && now < found.freshUntilMs) return { tools: found.tools, fetched: false }
+        return yield* shared(key, peerId, service, timeout)
       })
 
     return ToolListings.of({ get })

@@ -10,7 +10,7 @@ import type { PeerMcpError } from "../mcp/PeerMcp.js"
 
 export interface Listing {
   readonly tools: ReadonlyArray<Tool>
-  /** Asked of the peer for this call; false when served as held. */
+  /** Asked of the peer for this call (or for one made at the same moment); false when served as held. */
   readonly fetched: boolean
 }
 
