@@ -1,7 +1,8 @@
 /**
  * A modern-only MCP server over Streamable HTTP at `/mcp` (SDK v2 `createMcpHandler`, `legacy: 'reject'`: 2025-era
  * requests, `initialize` included, are refused with the unsupported-version error), with modernTools. Listens on
- * loopback for the scope's life. Every request's method and protocol version header is recorded.
+ * loopback for the scope's life. Every request's method and protocol version header is recorded, with the calling
+ * peer a serving node names (`X-Mesh-Peer-Id`). `options` go to modernTools (a ttl for its listings, more tools).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { createMcpHandler } from "@modelcontextprotocol/server"
@@ -14,6 +15,13 @@ export interface Heard {
   readonly method: string | undefined
   readonly version: string | undefined
   readonly session: string | undefined
+  /** The peer the request came from, through its serving node; none from the serving node itself (its probe). */
+  readonly peer: string | undefined
+}
+
+export interface Options {
+  readonly ttlMs?: number
+  readonly more?: (server: unknown) => void
 }
 
 const bodyOf = (req: IncomingMessage) =>
@@ -24,10 +32,10 @@ const bodyOf = (req: IncomingMessage) =>
     req.on("error", reject)
   })
 
-export const modernMcp = (who: string) =>
+export const modernMcp = (who: string, options: Options = {}) =>
   Effect.gen(function* () {
     const heard: Array<Heard> = []
-    const handler = createMcpHandler(() => modernTools(who), { legacy: "reject" })
+    const handler = createMcpHandler(() => modernTools(who, options), { legacy: "reject" })
     yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
     const serve = async (req: IncomingMessage, res: ServerResponse) => {
       const body = req.method === "POST" ? await bodyOf(req) : undefined
@@ -41,7 +49,12 @@ export const modernMcp = (who: string) =>
       } catch {
         method = undefined
       }
-      heard.push({ method, version: header("mcp-protocol-version"), session: header("mcp-session-id") })
+      heard.push({
+        method,
+        version: header("mcp-protocol-version"),
+        session: header("mcp-session-id"),
+        peer: header("x-mesh-peer-id"),
+      })
       if (process.env.DEBUG_MODERN) console.log("HEARD", body?.toString())
       const headers = new Headers()
       for (const [key, value] of Object.entries(req.headers)) {

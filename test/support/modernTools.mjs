@@ -7,8 +7,20 @@
 import { acceptedContent, inputRequired, McpServer } from "@modelcontextprotocol/server"
 import { z } from "zod"
 
-export const modernTools = (name) => {
-  const server = new McpServer({ name: `modern-${name}`, version: "1.0.0" }, { capabilities: { tools: {} } })
+/**
+ * `options.ttlMs`: the caching hint its `tools/list` results carry (the SDK's default is 0); `options.more`: called
+ * with the server before it is returned, to register more tools.
+ */
+export const modernTools = (name, options = {}) => {
+  const server = new McpServer(
+    { name: `modern-${name}`, version: "1.0.0" },
+    {
+      capabilities: { tools: {} },
+      ...(options.ttlMs === undefined
+        ? {}
+        : { cacheHints: { "tools/list": { ttlMs: options.ttlMs, cacheScope: "public" } } }),
+    },
+  )
   server.registerTool(
     "echo",
     { description: "Echoes a text back, prefixed with who answered", inputSchema: z.object({ text: z.string() }) },
@@ -50,5 +62,6 @@ export const modernTools = (name) => {
       return { content: [{ type: "text", text: `${name}:${answer.confirm ? "did" : "did not"} ${action}` }] }
     },
   )
+  options.more?.(server)
   return server
 }

@@ -6,9 +6,9 @@
  * searches, a confirmed provider this node is no longer connected to (it went away, restarted or was banned), which
  * is then listed again as a new one is. Gossip also gives each provider's load and the tools it announces. Each
  * provider whose credential attests what the rules and the operator's egress floor require is asked for its tools
- * when it is new, when it announces other tools, or every Memory.RELIST_EVERY_MS; one that cannot be reached, or
- * whose policy refuses this node, is left out until it is confirmed again. Every listing also feeds the tool search
- * index.
+ * when it is new, when it announces other tools, or when its listing went stale (its ttlMs: Memory); one that cannot
+ * be reached, or whose policy refuses this node, is left out until it is confirmed again. Every listing also feeds
+ * the tool search index.
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Option, Stream } from "effect"
@@ -142,13 +142,10 @@ const listingOf = (
       if (listed.left.reason !== "unreachable") yield* index.forget(provider.peerId, service)
       return Either.left(listed.left.reason)
     }
-    yield* index.replace(provider.peerId, service, listed.right)
-    return Either.right<Memory.Known>({
-      labels: provider.labels,
-      listing: listed.right,
-      listedAtMs: input.nowMs,
-      announced,
-    })
+    yield* index.replace(provider.peerId, service, listed.right.tools)
+    return Either.right(
+      Memory.listed(provider.peerId, service, known, provider.labels, listed.right, announced, input.nowMs),
+    )
   })
 
 /** One service: its providers confirmed, the wanted ones listed; its memory for the next round. */

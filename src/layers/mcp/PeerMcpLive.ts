@@ -17,6 +17,7 @@ import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, LATEST_PROTOCOL_VERSION, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Option, Redacted, Ref, Runtime, Schedule } from "effect"
 import pkg from "../../../package.json" with { type: "json" }
+import * as ListingFreshness from "../../domain/ListingFreshness.js"
 import * as McpOpenHeaders from "../../domain/McpOpen.js"
 import * as PeerTools from "../../domain/PeerTools.js"
 import * as TraceContext from "../../http/TraceContext.js"
@@ -29,6 +30,7 @@ import {
   type Progress,
   type RemoteResult,
   type Retry,
+  type ToolList,
 } from "../../services/mcp/PeerMcp.js"
 import { PeerProxy, type ProxyError } from "../../services/proxy/PeerProxy.js"
 import * as Eras from "./modern/Eras.js"
@@ -604,26 +606,39 @@ const make = ({ maxSessions, idle }: Limits) =>
           : Effect.fail(fail("failed", error instanceof Gone ? "the MCP session ended" : error.message)),
       )
 
+    /** A 2025-era listing: no caching hint (the era has none). */
     const legacyList = (peerId: string, service: string) =>
-      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.bound))
+      use(peerId, service, true, ({ client }, signal) =>
+        ToolPages.list(client, signal, PeerTools.bound).then((tools): ToolList => ({ tools })),
+      )
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
       Effect.gen(function* () {
         const key = `${peerId}/${service}`
         if ((yield* Eras.get(eras, key)) === "legacy") return yield* legacyList(peerId, service)
         const agent = Option.getOrUndefined(yield* Effect.serviceOption(CurrentAgent))
-        const { exit } = yield* modern(peerId, service, agent, false, true, (post, signal) =>
-          ToolPages.list(
+        const { exit } = yield* modern(peerId, service, agent, false, true, async (post, signal) => {
+          // Each page carries its own ttlMs; the listing is as fresh as its least fresh page.
+          let ttlMs: number | undefined
+          const tools = await ToolPages.list(
             {
-              listTools: async (params, options) =>
-                ListToolsResultSchema.parse(
-                  await ModernRequest.send(post, `mesh-${randomUUID()}`, "tools/list", params, options.signal),
-                ),
+              listTools: async (params, options) => {
+                const result = await ModernRequest.send(
+                  post,
+                  `mesh-${randomUUID()}`,
+                  "tools/list",
+                  params,
+                  options.signal,
+                )
+                ttlMs = ListingFreshness.least(ttlMs, result.ttlMs)
+                return ListToolsResultSchema.parse(result)
+              },
             },
             signal,
             PeerTools.bound,
-          ),
-        )
+          )
+          return { tools, ttlMs } satisfies ToolList
+        })
         if (isLegacy(exit)) {
           yield* Eras.set(eras, key, "legacy")
           return yield* legacyList(peerId, service)

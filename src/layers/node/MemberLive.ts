@@ -29,6 +29,7 @@ import * as RouterLinksLive from "../mesh/RouterLinksLive.js"
 import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
 import * as DriftReporterLive from "../tooldrift/DriftReporterLive.js"
+import * as ToolListingsLive from "../toollistings/ToolListingsLive.js"
 import * as ToolSearchLive from "../toolsearch/ToolSearchLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
@@ -68,7 +69,7 @@ const services = Layer.mergeAll(
  * index of their tools; an agent sees only the federated tools its scope covers. The MCP parts are built on first use.
  */
 const mcp = OnFirstUse.gateway.pipe(
-  Layer.provideMerge(FederationLive.layer),
+  Layer.provideMerge(Layer.merge(FederationLive.layer, ToolListingsLive.layer)),
   Layer.provideMerge(Layer.mergeAll(OnFirstUse.peerMcp, ToolSearchLive.layer, FederationScope.byAgentScope)),
 )
 

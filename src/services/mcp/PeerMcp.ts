@@ -60,13 +60,23 @@ export class PeerMcpError extends Data.TaggedError("PeerMcpError")<{
   readonly message: string
 }> {}
 
+/** What a service lists: its tools, and the caching hint a modern server gave with them. */
+export interface ToolList {
+  readonly tools: ReadonlyArray<Tool>
+  /**
+   * The `ttlMs` the result carried (the smallest of its pages'), as the peer sent it: unchecked, to be bounded by
+   * domain/ListingFreshness before use; none from a 2025-era server, or a modern one that gave none.
+   */
+  readonly ttlMs?: number | undefined
+}
+
 export interface PeerMcpService {
   /** Every tool the service lists (up to a thousand), within `timeout`. */
   readonly listTools: (
     peerId: string,
     service: string,
     timeout: Duration.DurationInput,
-  ) => Effect.Effect<ReadonlyArray<Tool>, PeerMcpError>
+  ) => Effect.Effect<ToolList, PeerMcpError>
   /**
    * Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included, or, from a modern
    * server, `input_required`. With `onProgress`, the call asks for progress notifications and hands each on as it

@@ -3,13 +3,15 @@
  * the network. A quiet provider is searched for, asked its catalog and listed a bounded number of times however many
  * rounds pass, and so is one whose policy refuses this node; a provider that announces other tools, or that this
  * node lost its connection to, is listed again at the next round; one a call failed on is confirmed again; one that
- * goes away drops out at the next round and, back without the service, stays out.
+ * goes away drops out at the next round and, back without the service, stays out. A listing is asked again when its
+ * `ttlMs` says (bounded, jittered, backed off while unchanged), or at once when the provider announces other tools.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Context, Effect, Layer, Option, Ref, Stream, TestClock } from "effect"
 import type { NodeSettings } from "../../../src/config/NodeConfig.js"
 import { NodeConfig } from "../../../src/config/NodeConfig.js"
+import * as ListingFreshness from "../../../src/domain/ListingFreshness.js"
 import * as FederationLive from "../../../src/layers/federation/FederationLive.js"
 import * as MetricsLive from "../../../src/layers/operations/MetricsLive.js"
 import type { AuthenticatedPeer } from "../../../src/p2p/Trust.js"
@@ -33,6 +35,8 @@ interface Peer {
   readonly version?: number
   /** Its policy refuses this node's `tools/list`. */
   readonly refuses?: boolean
+  /** The `ttlMs` its listings carry, as sent (a modern server); none as a 2025-era server. */
+  readonly ttlMs?: number
 }
 
 const tool = (name: string, version = 1): Tool => ({
@@ -121,7 +125,7 @@ const setup = (initial: Record<string, Peer>) =>
             const peer = all[peerId]
             if (peer?.refuses === true) return Effect.fail(new PeerMcpError({ reason: "refused", message: "denied" }))
             return peer?.up === true && peer.publishing
-              ? Effect.succeed(peer.tools.map((name) => tool(name, peer.version)))
+              ? Effect.succeed({ tools: peer.tools.map((name) => tool(name, peer.version)), ttlMs: peer.ttlMs })
               : Effect.fail(new PeerMcpError({ reason: "unreachable", message: "gone" }))
           }),
         ),
@@ -255,6 +259,69 @@ describe("federation rounds", () => {
       yield* Ref.update(node.peers, (all) => ({ ...all, p2: up(["echo"]) }))
       yield* round
       expect(yield* node.listed).toEqual(["demo__echo"])
+    }),
+  )
+
+  it.scoped("a listing with ttlMs is not asked again within its ttl, and is after it", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: { ...up(["echo"]), ttlMs: 20_000 } })
+      expect((yield* node.asked).lists).toBe(1)
+      // 18 s: within the ttl, however many rounds and the search at 30 s.
+      yield* rounds(6)
+      expect((yield* node.asked).lists).toBe(1)
+      // 24 s: past the ttl and its jitter (a tenth at most).
+      yield* rounds(2)
+      expect((yield* node.asked).lists).toBe(2)
+    }),
+  )
+
+  it.scoped("a provider that announces other tools is listed again before its ttl", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: { ...up(["echo"]), ttlMs: 600_000 } })
+      yield* rounds(2)
+      expect((yield* node.asked).lists).toBe(1)
+      yield* Ref.set(node.peers, { p1: { ...up(["count", "echo"]), ttlMs: 600_000 } })
+      yield* round
+      expect(yield* node.listed).toEqual(["demo__count", "demo__echo"])
+      expect((yield* node.asked).lists).toBe(2)
+    }),
+  )
+
+  it.scoped("a huge ttlMs is held to the ceiling: listed again after ten minutes, not before", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: { ...up(["echo"]), ttlMs: Number.MAX_SAFE_INTEGER } })
+      // 9 minutes.
+      yield* rounds(180)
+      expect((yield* node.asked).lists).toBe(1)
+      // 11 minutes and a bit: past the ceiling and its jitter.
+      yield* rounds(42)
+      expect((yield* node.asked).lists).toBe(2)
+      expect(ListingFreshness.CEILING_MS * (1 + ListingFreshness.JITTER)).toBeLessThan(222 * 3_000)
+    }),
+  )
+
+  for (const ttlMs of [0, -5_000]) {
+    it.scoped(`a ttlMs of ${ttlMs} is held to the floor and the poll backs off while nothing changes`, () =>
+      Effect.gen(function* () {
+        const node = yield* setup({ p1: { ...up(["echo"]), ttlMs } })
+        // Stale at once: listed again at the next rounds.
+        yield* rounds(2)
+        expect((yield* node.asked).lists).toBe(3)
+        // A minute of rounds: a listing at each of them would be 21; backing off (2, 4, 8, 16, 32 s), 6.
+        yield* rounds(18)
+        expect((yield* node.asked).lists).toBe(6)
+      }),
+    )
+  }
+
+  it.scoped("a listing without a ttl (a 2025-era server) is asked again after a minute", () =>
+    Effect.gen(function* () {
+      const node = yield* setup({ p1: up(["echo"]) })
+      yield* rounds(19)
+      expect((yield* node.asked).lists).toBe(1)
+      // 69 s: past the minute and its jitter.
+      yield* rounds(4)
+      expect((yield* node.asked).lists).toBe(2)
     }),
   )
 })

@@ -1,10 +1,14 @@
-/** `describe_remote_tool`: one tool of an MCP service on a peer, with its input and output schemas. */
+/**
+ * `describe_remote_tool`: one tool of an MCP service on a peer, with its input and output schemas, from its service's
+ * listing (ToolListings: the held one while fresh by its ttlMs; listed anew when the held one lacks the tool, which
+ * may be new).
+ */
 import { Duration, Effect, Either, Option } from "effect"
 import { z } from "zod"
 import * as AgentScope from "../../../domain/AgentScope.js"
 import * as ToolName from "../../../domain/ToolName.js"
 import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
-import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
+import { ToolListings } from "../../../services/toollistings/ToolListings.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
@@ -40,11 +44,17 @@ export const tool = Tool.make({
         const decision = AgentScope.toolAllowed(agent.value.scope, service, tool)
         if (decision._tag === "Denied") return Tool.refused(decision.reason)
       }
-      const listed = yield* Effect.either((yield* PeerMcp).listTools(args.peer_id, service, LIST_TIMEOUT))
+      const listings = yield* ToolListings
+      const held = yield* Effect.either(listings.get(args.peer_id, service, LIST_TIMEOUT))
+      // A tool the held listing lacks may have been added since: the service is asked again before saying no.
+      const listed =
+        Either.isRight(held) && !held.right.fetched && !held.right.tools.some((t) => t.name === tool)
+          ? yield* Effect.either(listings.get(args.peer_id, service, LIST_TIMEOUT, { refresh: true }))
+          : held
       if (Either.isLeft(listed)) {
         return Tool.refused(`could not list the tools of ${service} on peer ${args.peer_id}: ${listed.left.message}`)
       }
-      const found = listed.right.find((t) => t.name === tool)
+      const found = listed.right.tools.find((t) => t.name === tool)
       if (found === undefined) return Tool.refused(`${service} on peer ${args.peer_id} lists no tool named ${tool}`)
       return Tool.ok({
         peer_id: args.peer_id,

@@ -1,7 +1,8 @@
 /**
  * `find_remote_tools`: tools of MCP services on peers, one row per tool (`mcp://<service>/<tool>` on a peer, its
- * description, the labels the peer's credential attests). Every row comes from a real `tools/list` on the peer's
- * service (the session is kept for later calls). Three ways in:
+ * description, the labels the peer's credential attests). Every row comes from a `tools/list` on the peer's service
+ * (the session is kept for later calls), made by this call or by an earlier one while its listing is fresh by the
+ * `ttlMs` the server gave (ToolListings). Three ways in:
  * - with `peer_id`: that peer's catalog, then each of its MCP services;
  * - with only a tool name: first the gossip announcements of that name (fresh ones, waited for up to GOSSIP_WAIT when
  *   this node just started listening), each candidate confirmed; the mesh-wide search runs meanwhile and answers
@@ -11,17 +12,17 @@
  * A peer or service that cannot be asked is a row with `error`; the call itself never fails. In a mesh-wide search
  * for a tool name those rows are left out (they would bury the answer).
  *
- * Every listing also feeds the tool search index. With an `intent` (and no tool name), the tools listed by this
- * search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score, before the
- * rows of peers that could not be asked.
+ * Every listing asked of a peer also feeds the tool search index. With an `intent` (and no tool name), the tools
+ * listed by this search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score,
+ * before the rows of peers that could not be asked.
  */
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import { z } from "zod"
 import * as ToolName from "../../../domain/ToolName.js"
 import { type Announcer, Discovery, type ProviderAnswer } from "../../../services/discovery/Discovery.js"
-import { PeerMcp } from "../../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../../services/mesh/MeshHost.js"
+import { ToolListings } from "../../../services/toollistings/ToolListings.js"
 import { ToolSearch } from "../../../services/toolsearch/ToolSearch.js"
 import * as AgentView from "../../agents/AgentView.js"
 import * as Tool from "../Tool.js"
@@ -67,9 +68,9 @@ const serviceRows = (
   service: string,
   labels: Readonly<Record<string, string>>,
   tool: string | undefined,
-): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost | ToolSearch> =>
+): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch> =>
   Effect.gen(function* () {
-    const listed = yield* Effect.either((yield* PeerMcp).listTools(peerId, service, LIST_TIMEOUT))
+    const listed = yield* Effect.either((yield* ToolListings).get(peerId, service, LIST_TIMEOUT))
     const index = yield* ToolSearch
     if (Either.isLeft(listed)) {
       if (listed.left.reason === "not_found" || listed.left.reason === "refused") yield* index.forget(peerId, service)
@@ -81,11 +82,11 @@ const serviceRows = (
         },
       ]
     }
-    yield* index.replace(peerId, service, listed.right)
-    // Reached, so authenticated: the labels its credential attests now.
+    if (listed.right.fetched) yield* index.replace(peerId, service, listed.right.tools)
+    // Reached (now or while the listing is fresh), so authenticated: the labels its credential attests now.
     const peer = yield* (yield* MeshHost).peer(peerId)
     const attested = Option.match(peer, { onNone: () => labels, onSome: (p) => p.labels })
-    return listed.right
+    return listed.right.tools
       .filter((t) => tool === undefined || t.name === tool)
       .map((t) => toolRow(peerId, service, t, attested))
   })
@@ -118,7 +119,7 @@ const meshRows = (service: string | undefined, tool: string | undefined) =>
     const seen = new Set<string>()
     const answer = (found: ProviderAnswer) =>
       Either.match(found.services, {
-        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, PeerMcp | MeshHost | ToolSearch> =>
+        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch> =>
           Effect.succeed([{ peer_id: found.peerId, error: `failed to fetch the peer's catalog: ${reason}` }]),
         onRight: (services) =>
           Effect.map(
