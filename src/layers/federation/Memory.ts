@@ -6,7 +6,7 @@
  * `tools/list` only when a provider is new, announced other tools, or was listed RELIST_EVERY_MS ago. Pure: the round
  * reads and writes it.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
+import type { Listed } from "../../domain/PeerTools.js"
 
 /**
  * The DHT is searched for a service's providers at most this often (and each one it names asked its catalog).
@@ -27,8 +27,8 @@ type Labelled = Readonly<Record<string, string>>
 export interface Known {
   /** Attested by its credential. */
   readonly labels: Labelled
-  /** Its whole listing (before the rules filter it), when it was listed. */
-  readonly listing?: ReadonlyArray<Tool>
+  /** Its whole listing (before the rules filter it), when it was listed: as agents see it, and as it was sent. */
+  readonly listing?: ReadonlyArray<Listed>
   readonly listedAtMs: number
   /** The keys (tool names) of its announcement when it was listed; none when none was heard. */
   readonly announced?: string | undefined

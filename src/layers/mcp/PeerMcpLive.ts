@@ -605,7 +605,7 @@ const make = ({ maxSessions, idle }: Limits) =>
       )
 
     const legacyList = (peerId: string, service: string) =>
-      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.bound))
+      use(peerId, service, true, ({ client }, signal) => ToolPages.list(client, signal, PeerTools.listed))
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
       Effect.gen(function* () {
@@ -621,7 +621,7 @@ const make = ({ maxSessions, idle }: Limits) =>
                 ),
             },
             signal,
-            PeerTools.bound,
+            PeerTools.listed,
           ),
         )
         if (isLegacy(exit)) {

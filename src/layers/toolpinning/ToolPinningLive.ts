@@ -6,13 +6,15 @@
  */
 import { Clock, Effect, Layer, Option, Ref, SynchronizedRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
-import * as ToolFingerprint from "../../domain/ToolFingerprint.js"
+import type * as ToolFingerprint from "../../domain/ToolFingerprint.js"
 import * as ToolName from "../../domain/ToolName.js"
 import * as ToolPinningRules from "../../domain/ToolPinning.js"
 import { PolicyView } from "../../services/node/PolicyView.js"
 import { Metrics } from "../../services/operations/Metrics.js"
-import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
+import { type Provided, ToolPinning } from "../../services/toolpinning/ToolPinning.js"
+import * as Fingerprints from "./Fingerprints.js"
 import * as FirstUsePins from "./FirstUsePins.js"
+import * as Latest from "./Latest.js"
 
 /** Drift already reported; forgotten whole past this many, so a flood of definitions cannot grow it. */
 const MAX_REPORTED = 10_000
@@ -29,6 +31,7 @@ export const layer = Layer.effect(
     )
     const pins = yield* SynchronizedRef.make(yield* FirstUsePins.load(settings.dataDir))
     const reported = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const latest = yield* Ref.make(Latest.empty)
 
     const nodeMode = settings.file.tool_pinning ?? ToolPinningRules.DEFAULT_MODE
     const modes = new Map<string, ToolPinningRules.Mode>()
@@ -84,33 +87,47 @@ export const layer = Layer.effect(
         )
       })
 
+    const judge = (provided: Provided, override?: ToolPinningRules.Mode) =>
+      Effect.gen(function* () {
+        const mode = override ?? modeOf(provided.service)
+        const name = typeof provided.definition.name === "string" ? provided.definition.name : ""
+        const tool = ToolName.format({ service: provided.service, tool: name })
+        const fingerprint = Fingerprints.of(provided.definition)
+        const snapshot = yield* policy.current
+        const policyPins = Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] })
+        const judgement = ToolPinningRules.judge({
+          mode,
+          policyPins,
+          firstUse: yield* firstUse(tool, fingerprint, provided.peerId, mode),
+          tool,
+          fingerprint,
+          labels: provided.labels,
+        })
+        if (judgement.pin === "changed") {
+          yield* noteDrift(
+            `${provided.peerId}|${tool}|${fingerprint}`,
+            { peer: provided.peerId, tool, against: judgement.against, mode },
+            judgement,
+            mode,
+          )
+        }
+        return judgement
+      })
+
     return ToolPinning.of({
       modeOf,
-      judge: (provided, override) =>
+      judge,
+      judgeListing: (peerId, labels, service, definitions) =>
         Effect.gen(function* () {
-          const mode = override ?? modeOf(provided.service)
-          const name = typeof provided.definition.name === "string" ? provided.definition.name : ""
-          const tool = ToolName.format({ service: provided.service, tool: name })
-          const fingerprint = ToolFingerprint.fingerprint(provided.definition)
-          const snapshot = yield* policy.current
-          const policyPins = Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] })
-          const judgement = ToolPinningRules.judge({
-            mode,
-            policyPins,
-            firstUse: yield* firstUse(tool, fingerprint, provided.peerId, mode),
-            tool,
-            fingerprint,
-            labels: provided.labels,
-          })
-          if (judgement.pin === "changed") {
-            yield* noteDrift(
-              `${provided.peerId}|${tool}|${fingerprint}`,
-              { peer: provided.peerId, tool, against: judgement.against, mode },
-              judgement,
-              mode,
-            )
-          }
-          return judgement
+          const listing = definitions.map((definition): Provided => ({ peerId, labels, service, definition }))
+          yield* Ref.update(latest, (held) => Latest.replace(held, peerId, service, listing))
+          return yield* Effect.forEach(listing, (provided) => judge(provided))
+        }),
+      held: (peerId, service, tool) =>
+        Effect.gen(function* () {
+          const found = Latest.find(yield* Ref.get(latest), peerId, service, tool)
+          if (found._tag !== "Listed") return found
+          return { _tag: "Judged", judgement: yield* judge(found.provided) } as const
         }),
     })
   }),

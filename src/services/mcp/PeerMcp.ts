@@ -5,8 +5,9 @@
  * first use and reused by later calls, closed after a while unused, and opened again when the serving side has
  * forgotten it. Which era a service speaks is found out per (peer, service) and remembered (PeerMcpLive).
  */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Data, type Duration, type Effect } from "effect"
+import type { Listed } from "../../domain/PeerTools.js"
 
 export type PeerMcpFailure =
   /** The serving peer's policy, a label requirement or the operator's egress floor refused it. */
@@ -61,12 +62,15 @@ export class PeerMcpError extends Data.TaggedError("PeerMcpError")<{
 }> {}
 
 export interface PeerMcpService {
-  /** Every tool the service lists (up to a thousand), within `timeout`. */
+  /**
+   * Every tool the service lists (up to a thousand), within `timeout`: each bounded and cleaned, beside its definition
+   * as the provider sent it (tool pinning judges that).
+   */
   readonly listTools: (
     peerId: string,
     service: string,
     timeout: Duration.DurationInput,
-  ) => Effect.Effect<ReadonlyArray<Tool>, PeerMcpError>
+  ) => Effect.Effect<ReadonlyArray<Listed>, PeerMcpError>
   /**
    * Calls a tool; its result comes back as the server sent it, a tool error (`isError`) included, or, from a modern
    * server, `input_required`. With `onProgress`, the call asks for progress notifications and hands each on as it
