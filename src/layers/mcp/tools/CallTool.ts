@@ -3,6 +3,8 @@
  * content, and the rest of the result as structured content. Refusals are tool errors naming why: labels the peer does not
  * attest, the operator's egress floor, the serving peer's policy. A peer that cannot be reached is tried again
  * (ATTEMPTS in all, 1 s then 2 s apart); an error the tool itself returns is passed on as it is, never retried.
+ * Tool pinning is checked first (PinCheck): a changed definition is refused under `enforce` with what changed, and
+ * called and marked (`_meta["mesh/tool_pin"]`) under `warn`.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
@@ -15,6 +17,7 @@ import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
 import { isInputRequired } from "../../../services/mcp/PeerMcp.js"
 import * as AgentCalls from "../../agents/AgentCalls.js"
 import * as InputRequiredView from "../InputRequiredView.js"
+import * as PinCheck from "../PinCheck.js"
 import * as RemoteCall from "../RemoteCall.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
@@ -97,6 +100,11 @@ export const tool = Tool.make({
         required = parsed.right
       }
       const { service, tool } = name.right
+      const pin = yield* PinCheck.forCall(args.peer_id, service, tool)
+      if (pin._tag === "Refused") {
+        yield* AgentCalls.record({ ...seen, status: 403, refusal: "tool definition changed or unchecked" })
+        return Tool.refused(pin.message)
+      }
       // A retry's state is the one this node gave: the server's own inside, and the rounds so far.
       let round = 1
       let state: string | undefined
@@ -121,9 +129,14 @@ export const tool = Tool.make({
       if (Either.isRight(outcome)) {
         yield* AgentCalls.record({ ...seen, status: 200 })
         const result = outcome.right
-        return isInputRequired(result)
-          ? InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
-          : passOn(result)
+        if (isInputRequired(result)) {
+          return InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
+        }
+        return passOn(
+          pin.changed === undefined
+            ? result
+            : { ...result, _meta: { ...result._meta, [PinCheck.META_KEY]: PinCheck.mark(pin.changed) } },
+        )
       }
       const error = outcome.left
       yield* AgentCalls.record({

@@ -1,0 +1,69 @@
+/**
+ * Tool pinning before `call_remote_tool` sends a call: a call carries no definition, so the one judged is the
+ * definition of the tool in the last listing this node holds of that service on that peer (listed now when none is
+ * held). Under `enforce`, a changed definition is refused with what changed, and so is one that cannot be checked
+ * (the listing failed, or does not have the tool: a server could serve a tool it does not list); under `warn` the
+ * call goes and is marked; `off` checks nothing.
+ */
+import { Duration, Effect, Either, Option } from "effect"
+import * as ToolName from "../../domain/ToolName.js"
+import * as ToolPinningRules from "../../domain/ToolPinning.js"
+import { PeerMcp } from "../../services/mcp/PeerMcp.js"
+import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { type Held, ToolPinning } from "../../services/toolpinning/ToolPinning.js"
+import * as Judged from "../toolpinning/Judged.js"
+
+const LIST_TIMEOUT = Duration.seconds(10)
+
+export type Checked =
+  | { readonly _tag: "Refused"; readonly message: string }
+  /** With the judgement when the definition changed and the mode only warns: the result is marked. */
+  | { readonly _tag: "Allowed"; readonly changed?: ToolPinningRules.Judgement }
+
+const allowed: Checked = { _tag: "Allowed" }
+
+/** Lists the service now, so that its definitions are held, and says what is held of the tool then. */
+const listNow = (peerId: string, service: string, tool: string) =>
+  Effect.gen(function* () {
+    const listed = yield* Effect.either((yield* PeerMcp).listTools(peerId, service, LIST_TIMEOUT))
+    if (Either.isLeft(listed)) return Either.left(listed.left.message)
+    const peer = yield* (yield* MeshHost).peer(peerId)
+    const labels = Option.match(peer, { onNone: () => ({}), onSome: (p) => p.labels })
+    yield* Judged.listing(peerId, labels, service, listed.right)
+    return Either.right(yield* (yield* ToolPinning).held(peerId, service, tool))
+  })
+
+export const forCall = (
+  peerId: string,
+  service: string,
+  tool: string,
+): Effect.Effect<Checked, never, ToolPinning | PeerMcp | MeshHost> =>
+  Effect.gen(function* () {
+    const pinning = yield* ToolPinning
+    const mode = pinning.modeOf(service)
+    if (mode === "off") return allowed
+    const target = `${ToolName.format({ service, tool })} on peer ${peerId}`
+    const first = yield* pinning.held(peerId, service, tool)
+    const held: Either.Either<Held, string> =
+      first._tag === "NoListing" ? yield* listNow(peerId, service, tool) : Either.right(first)
+    const unchecked = (why: string): Checked =>
+      mode === "enforce" ? { _tag: "Refused", message: `${target} is not called: ${why}` } : allowed
+    if (Either.isLeft(held)) {
+      return unchecked(`its definition could not be checked (listing its service failed: ${held.left})`)
+    }
+    if (held.right._tag !== "Judged") {
+      return unchecked(`its service does not list it, so its definition cannot be checked`)
+    }
+    const { judgement } = held.right
+    if (!judgement.usable) return { _tag: "Refused", message: ToolPinningRules.refusal(target, judgement) }
+    return judgement.pin === "changed" ? { _tag: "Allowed", changed: judgement } : allowed
+  })
+
+/** What a call of a changed definition (mode `warn`) carries in its result's `_meta`. */
+export const META_KEY = "mesh/tool_pin"
+
+export const mark = (judgement: ToolPinningRules.Judgement) => ({
+  pin: judgement.pin,
+  fingerprint: judgement.fingerprint,
+  expected: judgement.expected,
+})
