@@ -2,13 +2,14 @@
  * Tool pinning before `call_remote_tool` sends a call: a call carries no definition, so the one judged is the
  * definition of the tool in the last listing this node holds of that service on that peer (listed now when none is
  * held). Under `enforce`, a changed definition is refused with what changed, and so is one that cannot be checked
- * (the listing failed, or does not have the tool: a server could serve a tool it does not list); under `warn` the
- * call goes and is marked; `off` checks nothing.
+ * (its service does not list it: a server could serve a tool it does not list); a listing that fails fails the
+ * check as the call would have failed (refused, unreachable...). Under `warn` the call goes, marked when changed;
+ * `off` checks nothing.
  */
 import { Duration, Effect, Either, Option } from "effect"
 import * as ToolName from "../../domain/ToolName.js"
 import * as ToolPinningRules from "../../domain/ToolPinning.js"
-import { PeerMcp } from "../../services/mcp/PeerMcp.js"
+import { PeerMcp, type PeerMcpError } from "../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
 import { type Held, ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import * as Judged from "../toolpinning/Judged.js"
@@ -26,7 +27,7 @@ const allowed: Checked = { _tag: "Allowed" }
 const listNow = (peerId: string, service: string, tool: string) =>
   Effect.gen(function* () {
     const listed = yield* Effect.either((yield* PeerMcp).listTools(peerId, service, LIST_TIMEOUT))
-    if (Either.isLeft(listed)) return Either.left(listed.left.message)
+    if (Either.isLeft(listed)) return Either.left(listed.left)
     const peer = yield* (yield* MeshHost).peer(peerId)
     const labels = Option.match(peer, { onNone: () => ({}), onSome: (p) => p.labels })
     yield* Judged.listing(peerId, labels, service, listed.right)
@@ -37,20 +38,18 @@ export const forCall = (
   peerId: string,
   service: string,
   tool: string,
-): Effect.Effect<Checked, never, ToolPinning | PeerMcp | MeshHost> =>
+): Effect.Effect<Checked, PeerMcpError, ToolPinning | PeerMcp | MeshHost> =>
   Effect.gen(function* () {
     const pinning = yield* ToolPinning
     const mode = pinning.modeOf(service)
     if (mode === "off") return allowed
     const target = `${ToolName.format({ service, tool })} on peer ${peerId}`
     const first = yield* pinning.held(peerId, service, tool)
-    const held: Either.Either<Held, string> =
+    const held: Either.Either<Held, PeerMcpError> =
       first._tag === "NoListing" ? yield* listNow(peerId, service, tool) : Either.right(first)
     const unchecked = (why: string): Checked =>
       mode === "enforce" ? { _tag: "Refused", message: `${target} is not called: ${why}` } : allowed
-    if (Either.isLeft(held)) {
-      return unchecked(`its definition could not be checked (listing its service failed: ${held.left})`)
-    }
+    if (Either.isLeft(held)) return mode === "enforce" ? yield* held.left : allowed
     if (held.right._tag !== "Judged") {
       return unchecked(`its service does not list it, so its definition cannot be checked`)
     }

@@ -14,7 +14,8 @@ import * as InputRequired from "../../../domain/InputRequired.js"
 import * as Labels from "../../../domain/Labels.js"
 import * as ToolName from "../../../domain/ToolName.js"
 import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
-import { isInputRequired } from "../../../services/mcp/PeerMcp.js"
+import { isInputRequired, type PeerMcp, type PeerMcpError, type RemoteResult } from "../../../services/mcp/PeerMcp.js"
+import type { MeshHost } from "../../../services/mesh/MeshHost.js"
 import * as AgentCalls from "../../agents/AgentCalls.js"
 import * as InputRequiredView from "../InputRequiredView.js"
 import * as PinCheck from "../PinCheck.js"
@@ -32,6 +33,12 @@ const RETRY = Schedule.exponential(Duration.seconds(1)).pipe(Schedule.intersect(
 const passOn = (result: CallToolResult): CallToolResult => {
   const { content, ...rest } = result
   return { ...result, content, structuredContent: rest }
+}
+
+/** The pin check's verdict, and the remote result when the call went. */
+interface Attempt {
+  readonly pin: PinCheck.Checked
+  readonly result?: RemoteResult
 }
 
 export const tool = Tool.make({
@@ -100,11 +107,6 @@ export const tool = Tool.make({
         required = parsed.right
       }
       const { service, tool } = name.right
-      const pin = yield* PinCheck.forCall(args.peer_id, service, tool)
-      if (pin._tag === "Refused") {
-        yield* AgentCalls.record({ ...seen, status: 403, refusal: "tool definition changed or unchecked" })
-        return Tool.refused(pin.message)
-      }
       // A retry's state is the one this node gave: the server's own inside, and the rounds so far.
       let round = 1
       let state: string | undefined
@@ -122,13 +124,27 @@ export const tool = Tool.make({
         ...(state === undefined ? {} : { requestState: state }),
         ...(retrying ? { round: round - 1 } : {}),
       }
-      const outcome = yield* RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options).pipe(
+      // The pin check lists the service when no listing is held: it fails as the call would, and is tried again alike.
+      const outcome = yield* PinCheck.forCall(args.peer_id, service, tool).pipe(
+        Effect.flatMap(
+          (pin): Effect.Effect<Attempt, PeerMcpError, PeerMcp | MeshHost> =>
+            pin._tag === "Refused"
+              ? Effect.succeed({ pin })
+              : Effect.map(RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options), (result) => ({
+                  pin,
+                  result,
+                })),
+        ),
         Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
         Effect.either,
       )
       if (Either.isRight(outcome)) {
+        const { pin, result } = outcome.right
+        if (pin._tag === "Refused" || result === undefined) {
+          yield* AgentCalls.record({ ...seen, status: 403, refusal: "tool definition changed or unchecked" })
+          return Tool.refused(pin._tag === "Refused" ? pin.message : "")
+        }
         yield* AgentCalls.record({ ...seen, status: 200 })
-        const result = outcome.right
         if (isInputRequired(result)) {
           return InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
         }
