@@ -15,6 +15,7 @@ import { type Provided, ToolPinning } from "../../services/toolpinning/ToolPinni
 import * as Fingerprints from "./Fingerprints.js"
 import * as FirstUsePins from "./FirstUsePins.js"
 import * as Latest from "./Latest.js"
+import * as PinsByTool from "./PinsByTool.js"
 
 /** Drift already reported; forgotten whole past this many, so a flood of definitions cannot grow it. */
 const MAX_REPORTED = 10_000
@@ -49,17 +50,22 @@ export const layer = Layer.effect(
       peer: string,
       mode: ToolPinningRules.Mode,
     ) =>
-      SynchronizedRef.modifyEffect(pins, (held) => {
-        const found = held.get(tool)
-        if (found !== undefined || mode === "off") return Effect.succeed([found?.fingerprint, held] as const)
-        if (held.size >= FirstUsePins.MAX_PINS) {
-          return Effect.as(Effect.logWarning("tool pins full; no first-use pin taken"), [undefined, held] as const)
-        }
-        return Effect.gen(function* () {
-          const next = new Map(held)
-          next.set(tool, { fingerprint, peer, at: yield* Clock.currentTimeMillis })
-          yield* FirstUsePins.save(settings.dataDir, next)
-          return [fingerprint, next] as const
+      // Read first: the pin is there on every judgement but the first, and taking the lock costs more than the rest.
+      Effect.flatMap(SynchronizedRef.get(pins), (seen) => {
+        const known = seen.get(tool)
+        if (known !== undefined || mode === "off") return Effect.succeed(known?.fingerprint)
+        return SynchronizedRef.modifyEffect(pins, (held) => {
+          const found = held.get(tool)
+          if (found !== undefined) return Effect.succeed([found.fingerprint, held] as const)
+          if (held.size >= FirstUsePins.MAX_PINS) {
+            return Effect.as(Effect.logWarning("tool pins full; no first-use pin taken"), [undefined, held] as const)
+          }
+          return Effect.gen(function* () {
+            const next = new Map(held)
+            next.set(tool, { fingerprint, peer, at: yield* Clock.currentTimeMillis })
+            yield* FirstUsePins.save(settings.dataDir, next)
+            return [fingerprint, next] as const
+          })
         })
       })
 
@@ -94,7 +100,10 @@ export const layer = Layer.effect(
         const tool = ToolName.format({ service: provided.service, tool: name })
         const fingerprint = Fingerprints.of(provided.definition)
         const snapshot = yield* policy.current
-        const policyPins = Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] })
+        const policyPins = PinsByTool.of(
+          Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] }),
+          tool,
+        )
         const judgement = ToolPinningRules.judge({
           mode,
           policyPins,
