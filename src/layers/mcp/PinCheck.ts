@@ -1,10 +1,11 @@
 /**
  * Tool pinning before `call_remote_tool` sends a call: a call carries no definition, so the one judged is the
  * definition of the tool in the last listing this node holds of that service on that peer (listed now when none is
- * held). Under `enforce`, a changed definition is refused with what changed, and so is one that cannot be checked
- * (its service does not list it: a server could serve a tool it does not list); a listing that fails fails the
- * check as the call would have failed (refused, unreachable...). Under `warn` the call goes, marked when changed;
- * `off` checks nothing.
+ * held). Under `enforce`, a changed definition is refused with what changed; a listing that fails fails the check as
+ * the call would have failed (refused, unreachable...). A tool the listing does not have is called: no definition of
+ * it reached an agent from this peer, so none can have changed, and the serving peer says why it does not serve it
+ * (its policy may grant this node a part of its tools and list only those). Under `warn` the call goes, marked when
+ * changed; `off` checks nothing.
  */
 import { Duration, Effect, Either, Option } from "effect"
 import * as ToolName from "../../domain/ToolName.js"
@@ -43,18 +44,16 @@ export const forCall = (
     const pinning = yield* ToolPinning
     const mode = pinning.modeOf(service)
     if (mode === "off") return allowed
-    const target = `${ToolName.format({ service, tool })} on peer ${peerId}`
     const first = yield* pinning.held(peerId, service, tool)
     const held: Either.Either<Held, PeerMcpError> =
       first._tag === "NoListing" ? yield* listNow(peerId, service, tool) : Either.right(first)
-    const unchecked = (why: string): Checked =>
-      mode === "enforce" ? { _tag: "Refused", message: `${target} is not called: ${why}` } : allowed
     if (Either.isLeft(held)) return mode === "enforce" ? yield* held.left : allowed
-    if (held.right._tag !== "Judged") {
-      return unchecked(`its service does not list it, so its definition cannot be checked`)
-    }
+    if (held.right._tag !== "Judged") return allowed
     const { judgement } = held.right
-    if (!judgement.usable) return { _tag: "Refused", message: ToolPinningRules.refusal(target, judgement) }
+    if (!judgement.usable) {
+      const target = `${ToolName.format({ service, tool })} on peer ${peerId}`
+      return { _tag: "Refused", message: ToolPinningRules.refusal(target, judgement) }
+    }
     return judgement.pin === "changed" ? { _tag: "Allowed", changed: judgement } : allowed
   })
 
