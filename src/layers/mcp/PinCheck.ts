@@ -1,7 +1,7 @@
 /**
  * Tool pinning before `call_remote_tool` sends a call: a call carries no definition, so the one judged is the
  * definition of the tool in the last listing this node holds of that service on that peer (listed now when none is
- * held). Under `enforce`, a changed definition is refused with what changed; a listing that fails fails the check as
+ * held, or the one held does not have the tool). Under `enforce`, a changed definition is refused with what changed; a listing that fails fails the check as
  * the call would have failed (refused, unreachable...). A tool the listing does not have is called: no definition of
  * it reached an agent from this peer, so none can have changed, and the serving peer says why it does not serve it
  * (its policy may grant this node a part of its tools and list only those). Under `warn` the call goes, marked when
@@ -45,8 +45,9 @@ export const forCall = (
     const mode = pinning.modeOf(service)
     if (mode === "off") return allowed
     const first = yield* pinning.held(peerId, service, tool)
+    // A listing held without the tool may be one cut to another caller's scope, or older than the tool: listed again.
     const held: Either.Either<Held, PeerMcpError> =
-      first._tag === "NoListing" ? yield* listNow(peerId, service, tool) : Either.right(first)
+      first._tag === "Judged" ? Either.right(first) : yield* listNow(peerId, service, tool)
     if (Either.isLeft(held)) return mode === "enforce" ? yield* held.left : allowed
     if (held.right._tag !== "Judged") return allowed
     const { judgement } = held.right
