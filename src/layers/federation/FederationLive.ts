@@ -19,6 +19,7 @@ import { Metrics } from "../../services/operations/Metrics.js"
 import type { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import * as Cooldowns from "../inference/Cooldowns.js"
 import * as InputRequiredView from "../mcp/InputRequiredView.js"
+import * as PinCheck from "../mcp/PinCheck.js"
 import * as RemoteCall from "../mcp/RemoteCall.js"
 import * as ToolResult from "../mcp/ToolResult.js"
 import * as FederationMetrics from "./FederationMetrics.js"
@@ -86,7 +87,8 @@ export const layer = Layer.scoped(
         const done = (outcome: FederationMetrics.Outcome) =>
           Effect.map(Clock.currentTimeMillis, (now) => metrics.called(tool.name, outcome, (now - started) / 1000))
         const key = `${tool.service}/${tool.tool}`
-        const candidates = (yield* Routable.providers(tool)).map(
+        const routes = yield* Routable.providers(tool)
+        const candidates = routes.providers.map(
           (p): Inference.Candidate => ({ ...p, service: tool.service, local: false }),
         )
         if (candidates.length === 0) {
@@ -132,7 +134,10 @@ export const layer = Layer.scoped(
               )
             }
             yield* done(result.isError === true ? "tool_error" : "ok")
-            return result
+            const changed = routes.changed.get(candidate.peerId)
+            return changed === undefined
+              ? result
+              : { ...result, _meta: { ...result._meta, [PinCheck.META_KEY]: PinCheck.mark(changed) } }
           }
           const error = outcome.left
           yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const].slice(-MAX_FAILED))

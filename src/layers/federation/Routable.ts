@@ -10,7 +10,13 @@ import type { Judgement } from "../../domain/ToolPinning.js"
 import type { FederatedTool, Provider } from "../../services/federation/Federation.js"
 import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 
-export const providers = (tool: FederatedTool): Effect.Effect<ReadonlyArray<Provider>, never, ToolPinning> =>
+export interface Routes {
+  readonly providers: ReadonlyArray<Provider>
+  /** The chosen providers whose definition changed (the mode only warns): their results are marked. */
+  readonly changed: ReadonlyMap<string, Judgement>
+}
+
+export const providers = (tool: FederatedTool): Effect.Effect<Routes, never, ToolPinning> =>
   Effect.gen(function* () {
     const pinning = yield* ToolPinning
     const judged: Array<readonly [Provider, Judgement]> = []
@@ -22,5 +28,9 @@ export const providers = (tool: FederatedTool): Effect.Effect<ReadonlyArray<Prov
         held._tag === "Judged" ? held.judgement : { pin: "unpinned", fingerprint: "", expected: [], usable: true },
       ])
     }
-    return PinnedProviders.choose(judged, ([, judgement]) => judgement).map(([provider]) => provider)
+    const chosen = PinnedProviders.choose(judged, ([, judgement]) => judgement)
+    return {
+      providers: chosen.map(([provider]) => provider),
+      changed: new Map(chosen.filter(([, j]) => j.pin === "changed").map(([provider, j]) => [provider.peerId, j])),
+    }
   })
