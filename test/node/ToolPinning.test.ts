@@ -278,7 +278,8 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(5) })("to
       const { cp, a, w, bId } = yield* Mesh
       const { client } = yield* agent(a)
       const { client: warned } = yield* agent(w)
-      // The operator approves B's new word_count (by the fingerprint the rows show) and pins tagged to another one.
+      // After the rug pull above: the operator approves B's new word_count (by the fingerprint the rows show) and pins
+      // tagged to another definition.
       const changedRow = rowOf(yield* find(client, { peer_id: bId, service_name: "demo" }), bId, "word_count")
       expect(changedRow).toMatchObject({ pin: "changed" })
       yield* setPolicy(cp, {
