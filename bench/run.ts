@@ -17,6 +17,7 @@ const benchmarks: ReadonlyArray<readonly [string, () => Promise<{ run: () => Pro
   ["inference", () => import("./inference.js")],
   ["mcp", () => import("./mcp.js")],
   ["toolsearch", () => import("./toolsearch.js")],
+  ["toolpinning", () => import("./toolpinning.js")],
   ["agents", () => import("./agents.js")],
   ["rtt", () => import("./rtt.js")],
   ["nat", () => import("./nat.js")],

@@ -41,6 +41,8 @@ export const goals = {
   rtt: { warm: 1.1, coldCallRemoteTool: 2.1, firstModernCall: 1.15 },
   /** Search by intent: the share of the corpus's intents whose expected tool is among the first five. */
   toolSearch: { recallAt5: 0.8 },
+  /** What the tool pinning check adds to a tool call, in ms (the provider's listing held, the policy's pins read). */
+  toolPinning: { checkMs: 0.05 },
   /** What checking an agent token adds to a request on the serving peer, at p50, in ms (a token seen before). */
   agents: { addedP50Ms: 0.2 },
 } as const

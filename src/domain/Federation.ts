@@ -93,15 +93,17 @@ export const nameOf = (map: ReadonlyMap<string, string>, service: string, tool: 
   map.get(pairKey(service, tool))
 
 /**
- * The tool as this node lists it: our name, a description that says where it comes from (the peer's words follow,
- * cut to MAX_DESCRIPTION), the peer's schemas unchanged (PeerTools capped them when they were listed).
+ * The tool as this node lists it: our name, a description that says where it comes from (and, when `changed`, that
+ * its definition is not the pinned one: tool pinning only warns), the peer's words after it (cut to
+ * MAX_DESCRIPTION), the peer's schemas unchanged (PeerTools capped them when they were listed).
  */
-export const definition = (name: string, service: string, peerId: string, tool: Tool): Tool => {
+export const definition = (name: string, service: string, peerId: string, tool: Tool, changed = false): Tool => {
   const theirs = (tool.description ?? "").slice(0, MAX_DESCRIPTION)
+  const mark = changed ? "; definition changed, not approved" : ""
   return {
     name,
     ...(tool.title === undefined ? {} : { title: tool.title }),
-    description: `[mesh: ${service} on peer ${peerId}]${theirs === "" ? "" : ` ${theirs}`}`,
+    description: `[mesh: ${service} on peer ${peerId}${mark}]${theirs === "" ? "" : ` ${theirs}`}`,
     inputSchema: tool.inputSchema,
     ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema }),
   }

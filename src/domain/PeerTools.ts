@@ -7,6 +7,7 @@
  */
 import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import * as HiddenText from "./HiddenText.js"
+import * as ToolFingerprint from "./ToolFingerprint.js"
 import { validTool } from "./ToolName.js"
 
 export const MAX_TITLE = 256
@@ -32,4 +33,19 @@ export const bound = (tool: Tool): Tool | undefined => {
       ? {}
       : { outputSchema: HiddenText.cleanJson(tool.outputSchema) as NonNullable<Tool["outputSchema"]> }),
   }
+}
+
+/**
+ * A peer's tool as the node keeps it: the bounded, cleaned form agents see, and the definition as the provider sent
+ * it (the fields a fingerprint covers, hidden characters included), which tool pinning judges.
+ */
+export interface Listed {
+  readonly tool: Tool
+  readonly definition: Readonly<Record<string, unknown>>
+}
+
+/** The tool kept (bound) with its definition as sent; none when it cannot be kept. */
+export const listed = (tool: Tool): Listed | undefined => {
+  const kept = bound(tool)
+  return kept === undefined ? undefined : { tool: kept, definition: ToolFingerprint.definitionOf(tool) }
 }

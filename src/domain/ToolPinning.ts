@@ -52,8 +52,14 @@ export const judge = (input: {
   return { pin: "changed", fingerprint, against: "first_use", expected: [input.firstUse], usable: mode === "warn" }
 }
 
-/** The tool error a refused call carries: what changed, in words an agent and its person can act on. */
-export const refusal = (tool: string, judgement: Judgement): string =>
-  `${tool} is not called: its definition changed (${judgement.fingerprint}, expected ${judgement.expected.join(" or ")}, ${
+const changeOf = (judgement: Judgement): string =>
+  `its definition changed (${judgement.fingerprint}, expected ${judgement.expected.join(" or ")}, ${
     judgement.against === "policy" ? "as the mesh policy pins it" : "as this node pinned it on first use"
   }); an operator can approve the new definition in the console`
+
+/** The tool error a refused call carries: what changed, in words an agent and its person can act on. */
+export const refusal = (tool: string, judgement: Judgement): string => `${tool} is not called: ${changeOf(judgement)}`
+
+/** The tool error of a description withheld: the same, for `describe_remote_tool`. */
+export const withheld = (tool: string, judgement: Judgement): string =>
+  `${tool} is not described: ${changeOf(judgement)}`

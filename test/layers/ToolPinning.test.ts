@@ -132,4 +132,43 @@ describe("tool pinning on a node", () => {
       expect(yield* judge.judge(provided("peer-b", poisoned))).toMatchObject({ pin: "unpinned" })
     }).pipe(Effect.provide(MetricsLive.layer)),
   )
+
+  it.scoped("a listing is held per provider: a call's check finds it, judged under the policy of the moment", () =>
+    Effect.gen(function* () {
+      const dir = yield* folder
+      const document = yield* Ref.make<Policy.Document>({ roles: [], bindings: [] })
+      const judge = yield* Effect.provide(ToolPinning, pinning(dir, document))
+      expect(yield* judge.held("peer-b", "demo", "word_count")).toEqual({ _tag: "NoListing" })
+      const judged = yield* judge.judgeListing("peer-b", {}, "demo", [wordCount])
+      expect(judged.map((j) => j.pin)).toEqual(["unpinned"])
+      expect(yield* judge.held("peer-b", "demo", "word_count")).toMatchObject({
+        _tag: "Judged",
+        judgement: { pin: "unpinned", fingerprint: ToolFingerprint.fingerprint(wordCount) },
+      })
+      expect(yield* judge.held("peer-b", "demo", "other")).toEqual({ _tag: "NotListed" })
+      // A policy pin of another definition, among many of other tools: the held listing is changed at once.
+      yield* Ref.set(document, {
+        roles: [],
+        bindings: [],
+        toolPins: [
+          ...Array.from({ length: 100 }, (_, i) => ({
+            tool: `mcp://other/t${i}`,
+            fingerprint: ToolFingerprint.fingerprint(poisoned),
+            peerLabels: {},
+          })),
+          { tool: "mcp://demo/word_count", fingerprint: ToolFingerprint.fingerprint(poisoned), peerLabels: {} },
+        ],
+      })
+      expect(yield* judge.held("peer-b", "demo", "word_count")).toMatchObject({
+        _tag: "Judged",
+        judgement: { pin: "changed", against: "policy", usable: false },
+      })
+      // The provider's next listing replaces the one held.
+      yield* judge.judgeListing("peer-b", {}, "demo", [poisoned])
+      expect(yield* judge.held("peer-b", "demo", "word_count")).toMatchObject({
+        _tag: "Judged",
+        judgement: { pin: "pinned" },
+      })
+    }).pipe(Effect.provide(MetricsLive.layer)),
+  )
 })

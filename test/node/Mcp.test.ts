@@ -285,14 +285,29 @@ layer(MeshLive, { excludeTestServices: true, timeout: Duration.minutes(3) })("th
           (r) => rowsOf(r).length === 3,
         )
         // `hidden` announces an echo too, but the policy keeps A from it: its row would be an error, left out here.
+        // Each definition is the first this node saw of it: unpinned, with its fingerprint.
+        const pinned = { pin: "unpinned", fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) }
         expect(rowsOf(byName)).toEqual([
-          { peer_id: bId, tool_name: "mcp://everything/echo", description: expect.any(String), labels: { zone: "eu" } },
-          { peer_id: bId, tool_name: "mcp://stdio/echo", description: "Echoes its text", labels: { zone: "eu" } },
+          {
+            peer_id: bId,
+            tool_name: "mcp://everything/echo",
+            description: expect.any(String),
+            labels: { zone: "eu" },
+            ...pinned,
+          },
+          {
+            peer_id: bId,
+            tool_name: "mcp://stdio/echo",
+            description: "Echoes its text",
+            labels: { zone: "eu" },
+            ...pinned,
+          },
           {
             peer_id: bId,
             tool_name: "mcp://tools/echo",
             description: "Echoes its text, and says how long it is",
             labels: { zone: "eu" },
+            ...pinned,
           },
         ])
 

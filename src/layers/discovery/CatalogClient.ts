@@ -5,6 +5,7 @@
  * dial, and a dial follows the host's one dial plan (DialPolicy.ts).
  */
 import { Duration, Effect, Either, Exit } from "effect"
+import * as HiddenText from "../../domain/HiddenText.js"
 import { isServiceName } from "../../domain/NodeFile.js"
 import * as ServiceKeys from "../../domain/ServiceKeys.js"
 import type { ServiceType } from "../../domain/ServiceType.js"
@@ -54,11 +55,18 @@ export const ask = (
         })
         const response = yield* Either.mapLeft(CatalogProtocol.decodeResponse(bytes), (reason) => reason)
         if (response.error.length > 0) return yield* Effect.fail("provider refused the catalog request")
-        // The answer is the provider's word: keep only what we asked for, in a shape we can show.
+        // The answer is the provider's word: keep only what we asked for, in a shape we can show, and its
+        // description without hidden text, as a tool's (PeerTools): an agent reads it.
         return response.services.flatMap((s): ReadonlyArray<CatalogEntry> => {
           const listed = ServiceKeys.fromWire(s.type)
           if (listed !== type || !isServiceName(s.name) || (name !== undefined && s.name !== name)) return []
-          return [{ type, name: s.name, description: s.description.slice(0, CatalogProtocol.MAX_DESCRIPTION) }]
+          return [
+            {
+              type,
+              name: s.name,
+              description: HiddenText.clean(s.description).slice(0, CatalogProtocol.MAX_DESCRIPTION),
+            },
+          ]
         })
       }),
     (stream, exit) => {

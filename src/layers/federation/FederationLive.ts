@@ -4,7 +4,8 @@
  * emits when the listed names or listings differ from the last. A call ranks the tool's providers as inference
  * ranks its own (the operator's floor, cooldowns, load, the least loaded rotated) and goes through RemoteCall, as
  * `call_remote_tool` does; a provider that cannot be reached is benched and the next tried. A provider whose call
- * failed is forgotten, so the next round confirms it again before it is listed.
+ * failed is forgotten, so the next round confirms it again before it is listed. Only providers whose definition tool
+ * pinning lets be chosen now are called (Routable): shadowing is refused at every call, not only at every round.
  */
 import { Clock, Duration, Effect, Either, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { NodeConfig } from "../../config/NodeConfig.js"
@@ -15,13 +16,16 @@ import { FederationScope } from "../../services/federation/FederationScope.js"
 import { isInputRequired, type PeerMcp, type PeerMcpError, type Progress } from "../../services/mcp/PeerMcp.js"
 import type { MeshHost } from "../../services/mesh/MeshHost.js"
 import { Metrics } from "../../services/operations/Metrics.js"
+import type { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import * as Cooldowns from "../inference/Cooldowns.js"
 import * as InputRequiredView from "../mcp/InputRequiredView.js"
+import * as PinCheck from "../mcp/PinCheck.js"
 import * as RemoteCall from "../mcp/RemoteCall.js"
 import * as ToolResult from "../mcp/ToolResult.js"
 import * as FederationMetrics from "./FederationMetrics.js"
 import * as Memory from "./Memory.js"
 import * as Round from "./Round.js"
+import * as Routable from "./Routable.js"
 
 /**
  * Under the gossip announcement interval (10 s), so a provider that goes away, or announces other tools, is seen
@@ -50,7 +54,7 @@ export const layer = Layer.scoped(
     const tools = yield* SubscriptionRef.make<ReadonlyArray<FederatedTool>>([])
     const cooldowns = yield* Cooldowns.make
     const turns = yield* Ref.make(0)
-    const context = yield* Effect.context<MeshHost | PeerMcp>()
+    const context = yield* Effect.context<MeshHost | PeerMcp | ToolPinning>()
     const memory = yield* Ref.make(Memory.empty)
     /** Providers (service, peer id) whose call failed since the last round. */
     const failed = yield* Ref.make<ReadonlyArray<readonly [string, string]>>([])
@@ -83,9 +87,16 @@ export const layer = Layer.scoped(
         const done = (outcome: FederationMetrics.Outcome) =>
           Effect.map(Clock.currentTimeMillis, (now) => metrics.called(tool.name, outcome, (now - started) / 1000))
         const key = `${tool.service}/${tool.tool}`
-        const candidates = tool.providers.map(
+        const routes = yield* Routable.providers(tool)
+        const candidates = routes.providers.map(
           (p): Inference.Candidate => ({ ...p, service: tool.service, local: false }),
         )
+        if (candidates.length === 0) {
+          yield* done("refused")
+          return ToolResult.refused(
+            `refused: no provider of ${tool.name} offers a definition of ${tool.service}/${tool.tool} that tool pinning accepts now`,
+          )
+        }
         const ranking = Inference.rank(candidates, {
           model: key,
           required: undefined,
@@ -123,7 +134,10 @@ export const layer = Layer.scoped(
               )
             }
             yield* done(result.isError === true ? "tool_error" : "ok")
-            return result
+            const changed = routes.changed.get(candidate.peerId)
+            return changed === undefined
+              ? result
+              : { ...result, _meta: { ...result._meta, [PinCheck.META_KEY]: PinCheck.mark(changed) } }
           }
           const error = outcome.left
           yield* Ref.update(failed, (all) => [...all, [tool.service, candidate.peerId] as const].slice(-MAX_FAILED))

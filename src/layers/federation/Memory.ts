@@ -7,8 +7,8 @@
  * listing went stale: after the listing's `ttlMs`, backed off while relists find nothing new, or RELIST_EVERY_MS for a
  * listing without one (domain/ListingFreshness). Pure: the round reads and writes it.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import * as ListingFreshness from "../../domain/ListingFreshness.js"
+import type { Listed } from "../../domain/PeerTools.js"
 import type { ToolList } from "../../services/mcp/PeerMcp.js"
 
 /**
@@ -31,8 +31,8 @@ type Labelled = Readonly<Record<string, string>>
 export interface Known {
   /** Attested by its credential. */
   readonly labels: Labelled
-  /** Its whole listing (before the rules filter it), when it was listed. */
-  readonly listing?: ReadonlyArray<Tool>
+  /** Its whole listing (before the rules filter it), when it was listed: as agents see it, and as it was sent. */
+  readonly listing?: ReadonlyArray<Listed>
   readonly listedAtMs: number
   /** The keys (tool names) of its announcement when it was listed; none when none was heard. */
   readonly announced?: string | undefined

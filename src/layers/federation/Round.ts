@@ -8,18 +8,24 @@
  * provider whose credential attests what the rules and the operator's egress floor require is asked for its tools
  * when it is new, when it announces other tools, or when its listing went stale (its ttlMs: Memory); one that cannot
  * be reached, or whose policy refuses this node, is left out until it is confirmed again. Every listing also feeds
- * the tool search index.
+ * the tool search index. Every definition is judged by tool pinning at every round (so a policy pin applies at the
+ * next one): a (service, tool) is offered by the providers PinnedProviders chooses, so a changed definition is never
+ * routed to beside a matching one, and a remembered listing older than one this node has seen since
+ * (find_remote_tools, describe_remote_tool) is listed again at once.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Option, Stream } from "effect"
 import * as Federation from "../../domain/Federation.js"
 import * as Labels from "../../domain/Labels.js"
+import * as PinnedProviders from "../../domain/PinnedProviders.js"
 import { type Announcer, type DiscoveredService, Discovery } from "../../services/discovery/Discovery.js"
 import type { FederatedTool, Provider } from "../../services/federation/Federation.js"
-import { PeerMcp } from "../../services/mcp/PeerMcp.js"
+import { PeerMcp, type PeerMcpFailure } from "../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
+import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import { ToolSearch } from "../../services/toolsearch/ToolSearch.js"
+import * as Judged from "../toolpinning/Judged.js"
 import * as Memory from "./Memory.js"
+import * as Stale from "./Stale.js"
 
 /** The DHT search of one service ends by then with what it found. */
 const DHT_TIMEOUT = Duration.seconds(2)
@@ -43,7 +49,7 @@ interface Listing {
   readonly service: string
   readonly labels: Labelled
   readonly load: number
-  readonly tools: ReadonlyArray<Tool>
+  readonly tools: ReadonlyArray<Judged.Judged>
 }
 
 export interface Input {
@@ -124,7 +130,16 @@ const confirm = (
     return { confirmed, rejected, returning }
   })
 
-/** One provider's listing (asked again only when Memory says so), or why it could not be had. */
+/** A provider's listing as remembered for the next round, and judged now. */
+interface Judging {
+  readonly known: Memory.Known
+  readonly judged: ReadonlyArray<Judged.Judged>
+}
+
+/**
+ * One provider's listing (asked again only when Memory says so, or when this node has seen a newer one), judged, or
+ * why it could not be had.
+ */
 const listingOf = (
   service: string,
   provider: Provider,
@@ -133,19 +148,33 @@ const listingOf = (
   input: Input,
 ) =>
   Effect.gen(function* () {
-    if (!Memory.listingDue(known, announced, input.nowMs) && known !== undefined) {
-      return Either.right<Memory.Known>({ ...known, labels: provider.labels, announced: known.announced ?? announced })
+    const pinning = yield* ToolPinning
+    if (
+      known?.listing !== undefined &&
+      !Memory.listingDue(known, announced, input.nowMs) &&
+      !(yield* Stale.isStale(provider.peerId, service, known.listing))
+    ) {
+      return Either.right<Judging>({
+        known: { ...known, labels: provider.labels, announced: known.announced ?? announced },
+        judged: yield* Judged.listing(provider.peerId, provider.labels, service, known.listing, false),
+      })
     }
     const index = yield* ToolSearch
     const listed = yield* Effect.either((yield* PeerMcp).listTools(provider.peerId, service, LIST_TIMEOUT))
     if (Either.isLeft(listed)) {
       if (listed.left.reason !== "unreachable") yield* index.forget(provider.peerId, service)
-      return Either.left(listed.left.reason)
+      return Either.left<PeerMcpFailure>(listed.left.reason)
     }
-    yield* index.replace(provider.peerId, service, listed.right.tools)
-    return Either.right(
-      Memory.listed(provider.peerId, service, known, provider.labels, listed.right, announced, input.nowMs),
+    const judged = yield* Judged.listing(provider.peerId, provider.labels, service, listed.right.tools)
+    yield* index.replace(
+      provider.peerId,
+      service,
+      judged.filter((j) => j.judgement.usable).map((j) => j.tool),
     )
+    return Either.right<Judging>({
+      known: Memory.listed(provider.peerId, service, known, provider.labels, listed.right, announced, input.nowMs),
+      judged,
+    })
   })
 
 /** One service: its providers confirmed, the wanted ones listed; its memory for the next round. */
@@ -200,10 +229,8 @@ const serviceRound = (service: string, input: Input, catalogs: Catalogs) =>
             rejected.set(provider.peerId, next.left === "unreachable" ? input.nowMs : Number.POSITIVE_INFINITY)
             return
           }
-          remembered.set(provider.peerId, next.right)
-          const tools = (next.right.listing ?? []).filter((t) =>
-            Federation.wanted(rules, service, t.name, provider.labels),
-          )
+          remembered.set(provider.peerId, next.right.known)
+          const tools = next.right.judged.filter((j) => Federation.wanted(rules, service, j.tool.name, provider.labels))
           listings.push({ ...provider, service, tools })
         }),
       { concurrency: CONCURRENCY, discard: true },
@@ -220,16 +247,24 @@ const serviceRound = (service: string, input: Input, catalogs: Catalogs) =>
     return { listings, memory }
   })
 
-/** Listings grouped by (service, tool), named, each listed as its provider with the lowest peer id lists it. */
+/**
+ * Listings grouped by (service, tool), each offered by the providers tool pinning lets it be chosen from
+ * (PinnedProviders; a pair none may offer is left out), named, and listed as the chosen provider with the lowest peer
+ * id lists it (marked when its definition changed and the mode only warns).
+ */
 const assemble = (listings: ReadonlyArray<Listing>): ReadonlyArray<FederatedTool> => {
-  const byPair = new Map<string, { service: string; tool: string; offers: Array<[Listing, Tool]> }>()
+  const byPair = new Map<string, { service: string; tool: string; offers: Array<[Listing, Judged.Judged]> }>()
   for (const listing of listings) {
-    for (const tool of listing.tools) {
-      const key = `${listing.service}/${tool.name}`
-      const pair = byPair.get(key) ?? { service: listing.service, tool: tool.name, offers: [] }
-      pair.offers.push([listing, tool])
+    for (const judged of listing.tools) {
+      const key = `${listing.service}/${judged.tool.name}`
+      const pair = byPair.get(key) ?? { service: listing.service, tool: judged.tool.name, offers: [] }
+      pair.offers.push([listing, judged])
       byPair.set(key, pair)
     }
+  }
+  for (const [key, pair] of byPair) {
+    pair.offers = [...PinnedProviders.choose(pair.offers, ([, judged]) => judged.judgement)]
+    if (pair.offers.length === 0) byPair.delete(key)
   }
   const pairs = [...byPair.values()].sort((a, b) =>
     a.service === b.service ? (a.tool < b.tool ? -1 : 1) : a.service < b.service ? -1 : 1,
@@ -237,13 +272,19 @@ const assemble = (listings: ReadonlyArray<Listing>): ReadonlyArray<FederatedTool
   const names = Federation.names(pairs)
   const tools = pairs.map((pair): FederatedTool => {
     const offers = [...pair.offers].sort((a, b) => (a[0].peerId < b[0].peerId ? -1 : 1))
-    const [source, listed] = offers[0] as [Listing, Tool]
+    const [source, listed] = offers[0] as [Listing, Judged.Judged]
     const name = Federation.nameOf(names, pair.service, pair.tool) ?? ""
     return {
       name,
       service: pair.service,
       tool: pair.tool,
-      definition: Federation.definition(name, pair.service, source.peerId, listed),
+      definition: Federation.definition(
+        name,
+        pair.service,
+        source.peerId,
+        listed.tool,
+        listed.judgement.pin === "changed",
+      ),
       providers: offers.map(([l]) => ({ peerId: l.peerId, labels: l.labels, load: l.load })),
     }
   })

@@ -609,7 +609,7 @@ const make = ({ maxSessions, idle }: Limits) =>
     /** A 2025-era listing: no caching hint (the era has none). */
     const legacyList = (peerId: string, service: string) =>
       use(peerId, service, true, ({ client }, signal) =>
-        ToolPages.list(client, signal, PeerTools.bound).then((tools): ToolList => ({ tools })),
+        ToolPages.list(client, signal, PeerTools.listed).then((tools): ToolList => ({ tools })),
       )
 
     const listTools = (peerId: string, service: string, timeout: Duration.DurationInput) =>
@@ -635,7 +635,7 @@ const make = ({ maxSessions, idle }: Limits) =>
               },
             },
             signal,
-            PeerTools.bound,
+            PeerTools.listed,
           )
           return { tools, ttlMs } satisfies ToolList
         })

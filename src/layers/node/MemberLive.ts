@@ -30,6 +30,7 @@ import * as PeerIngressLive from "../proxy/PeerIngressLive.js"
 import * as PeerProxyLive from "../proxy/PeerProxyLive.js"
 import * as DriftReporterLive from "../tooldrift/DriftReporterLive.js"
 import * as ToolListingsLive from "../toollistings/ToolListingsLive.js"
+import * as ToolPinningLive from "../toolpinning/ToolPinningLive.js"
 import * as ToolSearchLive from "../toolsearch/ToolSearchLive.js"
 import * as CatalogReport from "./CatalogReport.js"
 import * as PolicyViewLive from "./PolicyViewLive.js"
@@ -65,12 +66,15 @@ const services = Layer.mergeAll(
 ).pipe(Layer.provideMerge(LocalServicesLive.layer), Layer.provideMerge(OnFirstUse.stdioServers))
 
 /**
- * The MCP server for local agents, the peers' tools it federates, its sessions with peers' MCP services and the
- * index of their tools; an agent sees only the federated tools its scope covers. The MCP parts are built on first use.
+ * The MCP server for local agents, the peers' tools it federates, its sessions with peers' MCP services, the
+ * index of their tools and the judge of their definitions (tool pinning, over the policy view); an agent sees only
+ * the federated tools its scope covers. The MCP parts are built on first use.
  */
 const mcp = OnFirstUse.gateway.pipe(
   Layer.provideMerge(Layer.merge(FederationLive.layer, ToolListingsLive.layer)),
-  Layer.provideMerge(Layer.mergeAll(OnFirstUse.peerMcp, ToolSearchLive.layer, FederationScope.byAgentScope)),
+  Layer.provideMerge(
+    Layer.mergeAll(OnFirstUse.peerMcp, ToolSearchLive.layer, FederationScope.byAgentScope, ToolPinningLive.layer),
+  ),
 )
 
 export const layer = (settings: NodeSettings, controlPlaneUrl: string) =>

@@ -5,9 +5,9 @@
  * nothing fresh while a listing of the same key is under way wait for it rather than ask again.
  */
 import { createHash } from "node:crypto"
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Deferred, type Duration, Effect, Exit, Layer, Option, Redacted, Ref } from "effect"
 import * as ListingFreshness from "../../domain/ListingFreshness.js"
+import type { Listed } from "../../domain/PeerTools.js"
 import { CurrentAgent } from "../../services/agents/CurrentAgent.js"
 import { PeerMcp, type PeerMcpError } from "../../services/mcp/PeerMcp.js"
 import { type Listing, ToolListings } from "../../services/toollistings/ToolListings.js"
@@ -16,7 +16,7 @@ import { type Listing, ToolListings } from "../../services/toollistings/ToolList
 export const MAX_TOOLS = 20_000
 
 interface Held {
-  readonly tools: ReadonlyArray<Tool>
+  readonly tools: ReadonlyArray<Listed>
   readonly receivedAtMs: number
   readonly freshUntilMs: number
 }

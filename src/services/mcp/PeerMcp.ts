@@ -5,8 +5,9 @@
  * first use and reused by later calls, closed after a while unused, and opened again when the serving side has
  * forgotten it. Which era a service speaks is found out per (peer, service) and remembered (PeerMcpLive).
  */
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Data, type Duration, type Effect } from "effect"
+import type { Listed } from "../../domain/PeerTools.js"
 
 export type PeerMcpFailure =
   /** The serving peer's policy, a label requirement or the operator's egress floor refused it. */
@@ -62,7 +63,8 @@ export class PeerMcpError extends Data.TaggedError("PeerMcpError")<{
 
 /** What a service lists: its tools, and the caching hint a modern server gave with them. */
 export interface ToolList {
-  readonly tools: ReadonlyArray<Tool>
+  /** Each bounded and cleaned, beside its definition as the provider sent it (tool pinning judges that). */
+  readonly tools: ReadonlyArray<Listed>
   /**
    * The `ttlMs` the result carried (the smallest of its pages'), as the peer sent it: unchecked, to be bounded by
    * domain/ListingFreshness before use; none from a 2025-era server, or a modern one that gave none.
@@ -71,7 +73,10 @@ export interface ToolList {
 }
 
 export interface PeerMcpService {
-  /** Every tool the service lists (up to a thousand), within `timeout`. */
+  /**
+   * Every tool the service lists (up to a thousand), within `timeout`: each bounded and cleaned, beside its definition
+   * as the provider sent it (tool pinning judges that).
+   */
   readonly listTools: (
     peerId: string,
     service: string,

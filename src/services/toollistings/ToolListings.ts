@@ -4,12 +4,13 @@
  * once stale. Held per authorization context (the agent the call is made for, or the node itself), never shared
  * between them: the serving node filters a listing by its caller's grants.
  */
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
+
 import { Context, type Duration, type Effect } from "effect"
+import type { Listed } from "../../domain/PeerTools.js"
 import type { PeerMcpError } from "../mcp/PeerMcp.js"
 
 export interface Listing {
-  readonly tools: ReadonlyArray<Tool>
+  readonly tools: ReadonlyArray<Listed>
   /** Asked of the peer for this call (or for one made at the same moment); false when served as held. */
   readonly fetched: boolean
 }

@@ -14,8 +14,28 @@ export interface Provided {
   readonly definition: Readonly<Record<string, unknown>>
 }
 
+/** The definition of a tool in the last listing held of its service on a peer, judged now. */
+export type Held =
+  /** No listing of the service on the peer is held: list it first. */
+  | { readonly _tag: "NoListing" }
+  /** The last listing does not have the tool. */
+  | { readonly _tag: "NotListed" }
+  | { readonly _tag: "Judged"; readonly judgement: Judgement }
+
 export interface ToolPinningService {
   readonly judge: (provided: Provided, mode?: Mode) => Effect.Effect<Judgement>
+  /**
+   * A listing of `service` just received from `peerId`: each definition judged (in order), and the listing held as
+   * what the provider lists now, for `held`.
+   */
+  readonly judgeListing: (
+    peerId: string,
+    labels: Readonly<Record<string, string>>,
+    service: string,
+    definitions: ReadonlyArray<Readonly<Record<string, unknown>>>,
+  ) => Effect.Effect<ReadonlyArray<Judgement>>
+  /** The definition of `tool` that `peerId` last listed for `service`, judged now: the policy may have changed. */
+  readonly held: (peerId: string, service: string, tool: string) => Effect.Effect<Held>
   /** The node's mode for a service: `tool_pinning` of its `federate:` entry, else of the node. */
   readonly modeOf: (service: string) => Mode
 }

@@ -12,6 +12,7 @@ import { Clock, Context, Effect, Layer, Option, Ref, Stream, TestClock } from "e
 import type { NodeSettings } from "../../../src/config/NodeConfig.js"
 import { NodeConfig } from "../../../src/config/NodeConfig.js"
 import * as ListingFreshness from "../../../src/domain/ListingFreshness.js"
+import * as PeerTools from "../../../src/domain/PeerTools.js"
 import * as FederationLive from "../../../src/layers/federation/FederationLive.js"
 import * as MetricsLive from "../../../src/layers/operations/MetricsLive.js"
 import type { AuthenticatedPeer } from "../../../src/p2p/Trust.js"
@@ -20,6 +21,7 @@ import { type FederatedTool, Federation } from "../../../src/services/federation
 import * as FederationScope from "../../../src/services/federation/FederationScope.js"
 import { PeerMcp, PeerMcpError } from "../../../src/services/mcp/PeerMcp.js"
 import { MeshHost, type MeshHostService } from "../../../src/services/mesh/MeshHost.js"
+import { ToolPinning } from "../../../src/services/toolpinning/ToolPinning.js"
 import { ToolSearch } from "../../../src/services/toolsearch/ToolSearch.js"
 
 interface Peer {
@@ -125,7 +127,10 @@ const setup = (initial: Record<string, Peer>) =>
             const peer = all[peerId]
             if (peer?.refuses === true) return Effect.fail(new PeerMcpError({ reason: "refused", message: "denied" }))
             return peer?.up === true && peer.publishing
-              ? Effect.succeed({ tools: peer.tools.map((name) => tool(name, peer.version)), ttlMs: peer.ttlMs })
+              ? Effect.succeed({
+                  tools: peer.tools.flatMap((name) => PeerTools.listed(tool(name, peer.version)) ?? []),
+                  ttlMs: peer.ttlMs,
+                })
               : Effect.fail(new PeerMcpError({ reason: "unreachable", message: "gone" }))
           }),
         ),
@@ -143,6 +148,14 @@ const setup = (initial: Record<string, Peer>) =>
       search: () => Effect.succeed([]),
       size: Effect.succeed(0),
     })
+    // Pinning off: these rounds are about what is asked of the network (pinning has its own tests).
+    const unpinned = { pin: "unpinned" as const, fingerprint: "", expected: [], usable: true }
+    const pinning = ToolPinning.of({
+      modeOf: () => "off",
+      judge: () => Effect.succeed(unpinned),
+      judgeListing: (_peer, _labels, _service, definitions) => Effect.succeed(definitions.map(() => unpinned)),
+      held: () => Effect.succeed({ _tag: "NoListing" }),
+    })
     const federation = yield* Layer.build(
       FederationLive.layer.pipe(
         Layer.provide(MetricsLive.layer),
@@ -152,6 +165,7 @@ const setup = (initial: Record<string, Peer>) =>
         Layer.provide(Layer.succeed(MeshHost, host)),
         Layer.provide(Layer.succeed(PeerMcp, mcp)),
         Layer.provide(Layer.succeed(ToolSearch, index)),
+        Layer.provide(Layer.succeed(ToolPinning, pinning)),
       ),
     ).pipe(Effect.map(Context.get(Federation)))
     yield* settle

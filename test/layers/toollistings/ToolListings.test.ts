@@ -6,16 +6,21 @@
  * for it, and list on their own if its caller gives up.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { Tool } from "@modelcontextprotocol/sdk/types.js"
 import { Context, Deferred, Effect, Fiber, Layer, Redacted, Ref, TestClock } from "effect"
 import type * as AgentScope from "../../../src/domain/AgentScope.js"
 import * as ListingFreshness from "../../../src/domain/ListingFreshness.js"
+import * as PeerTools from "../../../src/domain/PeerTools.js"
 import * as ToolListingsLive from "../../../src/layers/toollistings/ToolListingsLive.js"
 import { CurrentAgent } from "../../../src/services/agents/CurrentAgent.js"
 import { PeerMcp, PeerMcpError } from "../../../src/services/mcp/PeerMcp.js"
 import { ToolListings } from "../../../src/services/toollistings/ToolListings.js"
 
-const tool = (name: string): Tool => ({ name, inputSchema: { type: "object" } })
+/** A tool as PeerMcp lists it: bounded and cleaned, beside its definition as sent. */
+const tool = (name: string): PeerTools.Listed => {
+  const listed = PeerTools.listed({ name, inputSchema: { type: "object" } })
+  if (listed === undefined) throw new Error(`${name} is out of bounds`)
+  return listed
+}
 
 /** A peer whose service lists `tools` with `ttlMs` (or fails while `down`); `lists` counts what it was asked. */
 const setup = (ttlMs: number | undefined) =>
@@ -160,8 +165,8 @@ describe("tool listings", () => {
       yield* until(Effect.map(peer.lists, (n) => n === 1))
       const second = yield* Effect.fork(peer.get())
       yield* open
-      expect((yield* Fiber.join(first)).tools.map((t) => t.name)).toEqual(["echo"])
-      expect((yield* Fiber.join(second)).tools.map((t) => t.name)).toEqual(["echo"])
+      expect((yield* Fiber.join(first)).tools.map((t) => t.tool.name)).toEqual(["echo"])
+      expect((yield* Fiber.join(second)).tools.map((t) => t.tool.name)).toEqual(["echo"])
       expect(yield* peer.lists).toBe(1)
     }),
   )

@@ -3,6 +3,8 @@
  * content, and the rest of the result as structured content. Refusals are tool errors naming why: labels the peer does not
  * attest, the operator's egress floor, the serving peer's policy. A peer that cannot be reached is tried again
  * (ATTEMPTS in all, 1 s then 2 s apart); an error the tool itself returns is passed on as it is, never retried.
+ * Tool pinning is checked first (PinCheck): a changed definition is refused under `enforce` with what changed, and
+ * called and marked (`_meta["mesh/tool_pin"]`) under `warn`.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
 import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
@@ -12,9 +14,11 @@ import * as InputRequired from "../../../domain/InputRequired.js"
 import * as Labels from "../../../domain/Labels.js"
 import * as ToolName from "../../../domain/ToolName.js"
 import { CurrentAgent } from "../../../services/agents/CurrentAgent.js"
-import { isInputRequired } from "../../../services/mcp/PeerMcp.js"
+import { isInputRequired, type PeerMcp, type PeerMcpError, type RemoteResult } from "../../../services/mcp/PeerMcp.js"
+import type { MeshHost } from "../../../services/mesh/MeshHost.js"
 import * as AgentCalls from "../../agents/AgentCalls.js"
 import * as InputRequiredView from "../InputRequiredView.js"
+import * as PinCheck from "../PinCheck.js"
 import * as RemoteCall from "../RemoteCall.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
@@ -29,6 +33,12 @@ const RETRY = Schedule.exponential(Duration.seconds(1)).pipe(Schedule.intersect(
 const passOn = (result: CallToolResult): CallToolResult => {
   const { content, ...rest } = result
   return { ...result, content, structuredContent: rest }
+}
+
+/** The pin check's verdict, and the remote result when the call went. */
+interface Attempt {
+  readonly pin: PinCheck.Checked
+  readonly result?: RemoteResult
 }
 
 export const tool = Tool.make({
@@ -114,16 +124,35 @@ export const tool = Tool.make({
         ...(state === undefined ? {} : { requestState: state }),
         ...(retrying ? { round: round - 1 } : {}),
       }
-      const outcome = yield* RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options).pipe(
+      // The pin check lists the service when no listing is held: it fails as the call would, and is tried again alike.
+      const outcome = yield* PinCheck.forCall(args.peer_id, service, tool).pipe(
+        Effect.flatMap(
+          (pin): Effect.Effect<Attempt, PeerMcpError, PeerMcp | MeshHost> =>
+            pin._tag === "Refused"
+              ? Effect.succeed({ pin })
+              : Effect.map(RemoteCall.call(args.peer_id, service, tool, args.arguments ?? {}, options), (result) => ({
+                  pin,
+                  result,
+                })),
+        ),
         Effect.retry({ schedule: RETRY, while: (error) => error.reason === "unreachable" }),
         Effect.either,
       )
       if (Either.isRight(outcome)) {
+        const { pin, result } = outcome.right
+        if (pin._tag === "Refused" || result === undefined) {
+          yield* AgentCalls.record({ ...seen, status: 403, refusal: "tool definition changed or unchecked" })
+          return Tool.refused(pin._tag === "Refused" ? pin.message : "")
+        }
         yield* AgentCalls.record({ ...seen, status: 200 })
-        const result = outcome.right
-        return isInputRequired(result)
-          ? InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
-          : passOn(result)
+        if (isInputRequired(result)) {
+          return InputRequiredView.present(result, { peerId: args.peer_id, toolName: args.tool_name }, round)
+        }
+        return passOn(
+          pin.changed === undefined
+            ? result
+            : { ...result, _meta: { ...result._meta, [PinCheck.META_KEY]: PinCheck.mark(pin.changed) } },
+        )
       }
       const error = outcome.left
       yield* AgentCalls.record({

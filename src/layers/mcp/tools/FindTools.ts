@@ -16,15 +16,16 @@
  * listed by this search are ranked by relevance to it (ToolSearch) and the best `limit` come back with their score,
  * before the rows of peers that could not be asked.
  */
-import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import { Chunk, Duration, Effect, Either, Exit, Fiber, Option, Stream } from "effect"
 import { z } from "zod"
 import * as ToolName from "../../../domain/ToolName.js"
 import { type Announcer, Discovery, type ProviderAnswer } from "../../../services/discovery/Discovery.js"
 import { MeshHost } from "../../../services/mesh/MeshHost.js"
 import { ToolListings } from "../../../services/toollistings/ToolListings.js"
+import type { ToolPinning } from "../../../services/toolpinning/ToolPinning.js"
 import { ToolSearch } from "../../../services/toolsearch/ToolSearch.js"
 import * as AgentView from "../../agents/AgentView.js"
+import * as Judged from "../../toolpinning/Judged.js"
 import * as Tool from "../Tool.js"
 import * as Peers from "./Peers.js"
 
@@ -46,6 +47,8 @@ interface Row {
   readonly tool_name?: string
   readonly description?: string
   readonly labels?: Readonly<Record<string, string>>
+  readonly pin?: "pinned" | "unpinned" | "changed"
+  readonly fingerprint?: string
   readonly error?: string
   readonly score?: number
 }
@@ -55,11 +58,18 @@ const isError = (row: Row) => row.error !== undefined
 const byPeerAndTool = (a: Row, b: Row) =>
   a.peer_id === b.peer_id ? (a.tool_name ?? "").localeCompare(b.tool_name ?? "") : a.peer_id < b.peer_id ? -1 : 1
 
-const toolRow = (peerId: string, service: string, tool: McpTool, labels: Readonly<Record<string, string>>): Row => ({
+/** A changed definition that the mode hides is listed, marked, without its words: they are what changed. */
+const toolRow = (
+  peerId: string,
+  service: string,
+  { tool, judgement }: Judged.Judged,
+  labels: Readonly<Record<string, string>>,
+): Row => ({
   peer_id: peerId,
   tool_name: ToolName.format({ service, tool: tool.name }),
-  description: tool.description ?? "",
+  ...(judgement.usable ? { description: tool.description ?? "" } : {}),
   labels,
+  ...Judged.rowOf(judgement),
 })
 
 /** The tools of one service on a peer (only `tool`, when given), or a row saying why they could not be listed. */
@@ -68,7 +78,7 @@ const serviceRows = (
   service: string,
   labels: Readonly<Record<string, string>>,
   tool: string | undefined,
-): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch> =>
+): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch | ToolPinning> =>
   Effect.gen(function* () {
     const listed = yield* Effect.either((yield* ToolListings).get(peerId, service, LIST_TIMEOUT))
     const index = yield* ToolSearch
@@ -82,13 +92,21 @@ const serviceRows = (
         },
       ]
     }
-    if (listed.right.fetched) yield* index.replace(peerId, service, listed.right.tools)
     // Reached (now or while the listing is fresh), so authenticated: the labels its credential attests now.
     const peer = yield* (yield* MeshHost).peer(peerId)
     const attested = Option.match(peer, { onNone: () => labels, onSome: (p) => p.labels })
-    return listed.right.tools
-      .filter((t) => tool === undefined || t.name === tool)
-      .map((t) => toolRow(peerId, service, t, attested))
+    const judged = yield* Judged.listing(peerId, attested, service, listed.right.tools, listed.right.fetched)
+    // The index ranks only definitions agents may use: a changed one the mode hides is never a search's answer.
+    if (listed.right.fetched) {
+      yield* index.replace(
+        peerId,
+        service,
+        judged.filter((j) => j.judgement.usable).map((j) => j.tool),
+      )
+    }
+    return judged
+      .filter((j) => tool === undefined || j.tool.name === tool)
+      .map((j) => toolRow(peerId, service, j, attested))
   })
 
 /** One peer: its catalog of MCP services, then the tools of each. */
@@ -119,7 +137,9 @@ const meshRows = (service: string | undefined, tool: string | undefined) =>
     const seen = new Set<string>()
     const answer = (found: ProviderAnswer) =>
       Either.match(found.services, {
-        onLeft: (reason): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch> =>
+        onLeft: (
+          reason,
+        ): Effect.Effect<ReadonlyArray<Row>, never, ToolListings | MeshHost | ToolSearch | ToolPinning> =>
           Effect.succeed([{ peer_id: found.peerId, error: `failed to fetch the peer's catalog: ${reason}` }]),
         onRight: (services) =>
           Effect.map(
@@ -231,7 +251,10 @@ export const tool = Tool.make({
     "peer_id, service_name (bare or mcp://<service>) and tool_name (the exact tool name, answered fast from the " +
     "mesh's announcements). With intent (what you want done, in your words) and no tool_name, the tools found are " +
     "ranked by relevance and the best `limit` come back with a score. A peer or service that cannot be asked " +
-    "appears as a row with an error. Then use " +
+    "appears as a row with an error. Each tool's row says how its definition stands (pin): pinned (the mesh " +
+    "policy approves it), unpinned (nothing approved yet; the first definition this node saw), or changed (not the " +
+    "approved or first-seen one: its description is withheld and it cannot be called until an operator approves " +
+    "it, unless this node only warns), with its fingerprint. Then use " +
     "describe_remote_tool for a tool's schemas and call_remote_tool to call it.",
   input: {
     peer_id: z.string().optional().describe("Only this peer's tools."),
@@ -257,6 +280,8 @@ export const tool = Tool.make({
         tool_name: z.string().optional(),
         description: z.string().optional(),
         labels: z.record(z.string(), z.string()).optional(),
+        pin: z.enum(["pinned", "unpinned", "changed"]).optional(),
+        fingerprint: z.string().optional(),
         error: z.string().optional(),
         score: z.number().optional(),
       }),
