@@ -670,9 +670,11 @@ const make = ({ maxSessions, idle }: Limits) =>
         const key = `${peerId}/${service}`
         const era = yield* Eras.get(eras, key)
         const answering = retry?.inputResponses !== undefined || retry?.requestState !== undefined
-        const unanswerable = fail(
-          "failed",
-          `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`,
+        // Made only when needed: an error captures a stack trace, a cost every call would pay.
+        const unanswerable = Effect.suspend(() =>
+          Effect.fail(
+            fail("failed", `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`),
+          ),
         )
         if (era === "legacy") {
           if (answering) return yield* unanswerable
