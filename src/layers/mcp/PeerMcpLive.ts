@@ -559,12 +559,11 @@ const make = ({ maxSessions, idle }: Limits) =>
             const version = McpOpenHeaders.version(response.headers.get(McpOpenHeaders.OPENED))
             const session =
               version === undefined ? undefined : { id: response.headers.get("mcp-session-id") ?? undefined, version }
-            await runExit(
-              Effect.zipRight(
-                session === undefined ? Effect.void : keep(session),
-                onHeaders(session !== undefined ? "opened" : response.ok ? "ok" : "other"),
-              ),
-            )
+            const told = onHeaders(session !== undefined ? "opened" : response.ok ? "ok" : "other")
+            // A call to a service of known era has nothing to do here: no fiber is run for it.
+            if (session !== undefined || told !== Effect.void) {
+              await runExit(Effect.zipRight(session === undefined ? Effect.void : keep(session), told))
+            }
             return response
           })
         const traceparent = yield* TraceContext.current
