@@ -15,7 +15,8 @@
  * connection), the first `call_remote_tool` to each of several MCP services of B that A has not called yet (the
  * connection is open; once before the warm rounds, the processes' first sessions, and once after), the first
  * streamed completion. The same for a modern-only (2026-07-28) MCP server on B: its warm `call_remote_tool`, and the
- * first call to each of several such services (one self-describing request: no session to open anywhere).
+ * first call to each of several such services (one self-describing request: no session to open anywhere), before the
+ * warm rounds and after them.
  *
  * Then, on loopback without delay, two more pairs of nodes: one started with the default V8 flags
  * (`--optimize-for-size`, src/platform/memory.ts) and one with `MESH_V8_FLAGS=` (V8's own defaults), their proxied
@@ -49,6 +50,8 @@ const SAMPLES = 30
  * rounds (the processes' first sessions), and COLD more after them (a first call to a service in a running process).
  */
 const COLD = 4
+/** `BENCH_AB_V8_FLAGS`: V8 flags for A and B (their `MESH_V8_FLAGS`), to compare settings on the delayed pair. */
+const AB_V8_FLAGS = process.env.BENCH_AB_V8_FLAGS
 const MCP_SERVICES = 1 + 2 * COLD
 const LOOPBACK_WARMUP = 50
 const LOOPBACK_SAMPLES = 300
@@ -151,7 +154,7 @@ const measure = (
       `  - { name: ${name}, type: inference, target_url: '${url}' }`
     const mcp = (name: string) => `  - { name: ${name}, type: mcp, target_url: '${backends.mcp}' }`
     const mcpNames = Array.from({ length: MCP_SERVICES }, (_, i) => `bench-${i + 1}`)
-    const modernNames = Array.from({ length: 1 + COLD }, (_, i) => `modern-${i + 1}`)
+    const modernNames = Array.from({ length: 1 + 2 * COLD }, (_, i) => `modern-${i + 1}`)
     const modern = (name: string) => `  - { name: ${name}, type: mcp, target_url: '${backends.modern}' }`
     const delayedNode = (name: string, services: ReadonlyArray<string>) =>
       Effect.gen(function* () {
@@ -159,6 +162,7 @@ const measure = (
         if (process.env.BENCH_LINK_TRACE === "1") console.error(`node ${name} listens at ${port}`)
         const link = yield* forwarder(port)
         const node = yield* Topology.node(cp, folder, name, {
+          ...(AB_V8_FLAGS === undefined ? {} : { env: { MESH_V8_FLAGS: AB_V8_FLAGS } }),
           listen: `/ip4/127.0.0.1/tcp/${port}`,
           extraArgs: external(link),
           config: services.length === 0 ? "labels: {}\n" : ["services:", ...services, ""].join("\n"),
@@ -243,7 +247,7 @@ const measure = (
     }
 
     const coldModern: Array<number> = []
-    for (const service of modernNames.slice(1)) {
+    for (const service of modernNames.slice(1, 1 + COLD)) {
       if (process.env.BENCH_LINK_TRACE === "1") console.error(`call ${performance.now().toFixed(1)} start ${service}`)
       coldModern.push(yield* Effect.promise(() => timed(callRemote(service))))
       if (process.env.BENCH_LINK_TRACE === "1") console.error(`call ${performance.now().toFixed(1)} end ${service}`)
@@ -296,6 +300,11 @@ const measure = (
     const laterColdCalls: Array<number> = []
     for (const service of mcpNames.slice(1 + COLD)) {
       laterColdCalls.push(yield* Effect.promise(() => timed(callRemote(service))))
+    }
+    // The same for modern services: a service's first call apart from the processes' first modern calls.
+    const laterColdModern: Array<number> = []
+    for (const service of modernNames.slice(1 + COLD)) {
+      laterColdModern.push(yield* Effect.promise(() => timed(callRemote(service))))
     }
     // A relayed connection from the first contact may stay open as the fallback; a direct one, once there, is the
     // one every exchange takes (MeshHost prefers it).
@@ -399,7 +408,15 @@ const measure = (
         samples.modernDirect,
         samples.link,
         goals.rtt.firstModernCall,
-        `first call to each of ${coldModern.length} modern services of B not called or listed before, over an open connection: ${coldModern.map((x) => x.toFixed(1)).join(", ")} ms`,
+        `first call to each of ${coldModern.length} modern services of B not called or listed before, over an open connection, before the warm rounds (the processes' first modern calls): ${coldModern.map((x) => x.toFixed(1)).join(", ")} ms`,
+      ),
+      roundTrips(
+        `RTT: call_remote_tool to a modern (2026-07-28) server, first call, in running processes (${RTT_MS} ms RTT)`,
+        laterColdModern,
+        samples.modernDirect,
+        samples.link,
+        goals.rtt.firstModernCall,
+        `first call to each of ${laterColdModern.length} more modern services of B, after the warm rounds: ${laterColdModern.map((x) => x.toFixed(1)).join(", ")} ms`,
       ),
       roundTrips(
         `RTT: remote completion, time to first chunk, warm (${RTT_MS} ms RTT)`,

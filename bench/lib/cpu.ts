@@ -9,3 +9,10 @@ export const cpuMs = (pid: number): number => {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS
 }
+
+/** A process's system CPU time so far, in ms (field 15): the kernel's share, socket writes and wake-ups mostly. */
+export const sysMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return Number(fields[12]) * TICK_MS
+}

@@ -39,6 +39,23 @@ export const canonicalPeerId = (text: string): Either.Either<string, string> => 
   }
 }
 
+/** Peer ids seen valid lately: parsing one decodes its key, a cost every remote call paid for the same few peers. */
+const validIds = new Set<string>()
+const MAX_VALID_IDS = 256
+
+/** Whether `text` parses as a peer id, as it is (no trimming). */
+export const isPeerId = (text: string): boolean => {
+  if (validIds.has(text)) return true
+  try {
+    peerIdFromString(text)
+  } catch {
+    return false
+  }
+  if (validIds.size >= MAX_VALID_IDS) validIds.clear()
+  validIds.add(text)
+  return true
+}
+
 /** The raw Ed25519 public key an Ed25519 peer id embeds: the key to check a proof of possession before any lookup. */
 export const publicKeyOf = (peerId: string): Either.Either<Uint8Array, string> => {
   try {

@@ -561,12 +561,11 @@ const make = ({ maxSessions, idle }: Limits) =>
             const version = McpOpenHeaders.version(response.headers.get(McpOpenHeaders.OPENED))
             const session =
               version === undefined ? undefined : { id: response.headers.get("mcp-session-id") ?? undefined, version }
-            await runExit(
-              Effect.zipRight(
-                session === undefined ? Effect.void : keep(session),
-                onHeaders(session !== undefined ? "opened" : response.ok ? "ok" : "other"),
-              ),
-            )
+            const told = onHeaders(session !== undefined ? "opened" : response.ok ? "ok" : "other")
+            // A call to a service of known era has nothing to do here: no fiber is run for it.
+            if (session !== undefined || told !== Effect.void) {
+              await runExit(Effect.zipRight(session === undefined ? Effect.void : keep(session), told))
+            }
             return response
           })
         const traceparent = yield* TraceContext.current
@@ -685,9 +684,11 @@ const make = ({ maxSessions, idle }: Limits) =>
         const key = `${peerId}/${service}`
         const era = yield* Eras.get(eras, key)
         const answering = retry?.inputResponses !== undefined || retry?.requestState !== undefined
-        const unanswerable = fail(
-          "failed",
-          `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`,
+        // Made only when needed: an error captures a stack trace, a cost every call would pay.
+        const unanswerable = Effect.suspend(() =>
+          Effect.fail(
+            fail("failed", `${service} on peer ${peerId} is a 2025-era server: it takes no input_required answers`),
+          ),
         )
         if (era === "legacy") {
           if (answering) return yield* unanswerable

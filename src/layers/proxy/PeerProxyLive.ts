@@ -8,7 +8,6 @@
 import type { IncomingMessage } from "node:http"
 import { request as httpRequest } from "node:http"
 import { Readable } from "node:stream"
-import { peerIdFromString } from "@libp2p/peer-id"
 import { Effect, Either, Exit, Layer, Option, Redacted, Runtime, Scope } from "effect"
 import * as NodeConfig from "../../config/NodeConfig.js"
 import * as AgentScope from "../../domain/AgentScope.js"
@@ -16,6 +15,7 @@ import { BadGateway, BadRequest, Forbidden } from "../../domain/Errors.js"
 import * as Forwarding from "../../domain/Forwarding.js"
 import * as Labels from "../../domain/Labels.js"
 import * as McpOpen from "../../domain/McpOpen.js"
+import * as PeerKey from "../../domain/PeerKey.js"
 import * as TraceContext from "../../http/TraceContext.js"
 import { ProtocolRefused } from "../../p2p/OptimisticSelect.js"
 import { StreamSocket } from "../../p2p/StreamSocket.js"
@@ -146,7 +146,7 @@ export const layer = Layer.effect(
       Effect.gen(function* () {
         const service = Forwarding.checkService(request.type, request.name)
         if (Either.isLeft(service)) return yield* new BadRequest({ message: service.left })
-        if (Either.isLeft(Either.try(() => peerIdFromString(request.peerId)))) {
+        if (!PeerKey.isPeerId(request.peerId)) {
           return yield* new BadRequest({ message: "not a peer id" })
         }
         // Recorded once checked: before, they are whatever the local client wrote.
