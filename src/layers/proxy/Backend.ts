@@ -189,7 +189,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
           delete headers["content-encoding"]
           headers["content-length"] = String(mcp.body.byteLength)
         }
-        const outgoing = open(target, req.method ?? "GET", headers)
+        let outgoing = open(target, req.method ?? "GET", headers)
         // The request goes and the body left drains; destroying the body would take the peer's stream with it.
         const abandon = () => {
           req.unpipe(outgoing)
@@ -209,14 +209,23 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
                 }),
               )
             })
-        outgoing.once("response", (upstream) => {
+        const onResponse = (upstream: IncomingMessage) => {
           cancelLate()
           target.onResponse?.(upstream)
           if (filter !== undefined) return relayFiltered(upstream, res, filter)
           if (card === undefined) return stream(res, upstream)
           relayCard(res, upstream, target.targetUrl, `${card.proto}://${card.host}${card.prefix}`)
-        })
+        }
+        // A body held whole (or none) can be sent again; one streamed from the peer cannot.
+        const replayable = mcp?.body !== undefined || !hasBody(req)
+        let retried = false
         const onError = (error: Error) => {
+          // A kept-alive connection the backend closed as we reused it: it never read the request (Node's advice).
+          if (!retried && replayable && outgoing.reusedSocket && describe(error) === "ECONNRESET") {
+            retried = true
+            outgoing = open(target, req.method ?? "GET", headers)
+            return start()
+          }
           cancelLate()
           // The request body is left to drain: destroying it would take the peer's stream, and this answer, with it.
           req.unpipe(outgoing)
@@ -227,7 +236,13 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
             neverReached(error) ? new BackendUnreachable({ message }) : new BadGateway({ message }),
           )
         }
-        outgoing.once("error", onError)
+        const start = () => {
+          outgoing.once("response", onResponse)
+          outgoing.once("error", onError)
+          if (mcp?.body !== undefined) outgoing.end(mcp.body)
+          else if (hasBody(req)) relayBody(req, outgoing)
+          else outgoing.end()
+        }
         // The peer went away (stream reset or closed) before the answer ended: so does the backend request.
         const done = () => {
           cancelLate()
@@ -235,9 +250,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
           resume(Effect.void)
         }
         res.once("close", done)
-        if (mcp?.body !== undefined) outgoing.end(mcp.body)
-        else if (hasBody(req)) relayBody(req, outgoing)
-        else outgoing.end()
+        start()
         // Interrupted: whoever interrupted answers the peer.
         return Effect.sync(() => {
           cancelLate()
@@ -257,7 +270,7 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
         delete headers["content-encoding"]
         delete headers["transfer-encoding"]
         headers["content-length"] = String(body.byteLength)
-        const outgoing = open(target, "POST", headers)
+        let outgoing = open(target, "POST", headers)
         let settled = false
         const settle = (result: Effect.Effect<Answer, string>) => {
           if (settled) return
@@ -269,30 +282,42 @@ export const make = (headersTimeout: Option.Option<Duration.Duration>, deadlines
           outgoing.destroy()
           settle(Effect.fail(`no answer within ${Duration.format(limits.timeout)}`))
         })
-        outgoing.once("error", (error) => settle(Effect.fail(describe(error))))
-        outgoing.once("response", (upstream) => {
-          const chunks: Array<Buffer> = []
-          let size = 0
-          upstream.on("data", (chunk: Buffer) => {
-            size += chunk.byteLength
-            if (size > limits.maxBytes) {
-              upstream.destroy()
-              return settle(Effect.fail(`an answer over ${limits.maxBytes} bytes`))
+        let retried = false
+        const start = () => {
+          outgoing.once("error", (error) => {
+            // As in send: a kept-alive connection closed as it was reused never carried the request.
+            if (!retried && outgoing.reusedSocket && describe(error) === "ECONNRESET") {
+              retried = true
+              outgoing = open(target, "POST", headers)
+              return start()
             }
-            chunks.push(chunk)
+            settle(Effect.fail(describe(error)))
           })
-          upstream.once("error", (error) => settle(Effect.fail(describe(error))))
-          upstream.once("end", () =>
-            settle(
-              Effect.succeed({
-                status: upstream.statusCode ?? 502,
-                headers: upstream.headers,
-                body: Buffer.concat(chunks),
-              }),
-            ),
-          )
-        })
-        outgoing.end(body)
+          outgoing.once("response", (upstream) => {
+            const chunks: Array<Buffer> = []
+            let size = 0
+            upstream.on("data", (chunk: Buffer) => {
+              size += chunk.byteLength
+              if (size > limits.maxBytes) {
+                upstream.destroy()
+                return settle(Effect.fail(`an answer over ${limits.maxBytes} bytes`))
+              }
+              chunks.push(chunk)
+            })
+            upstream.once("error", (error) => settle(Effect.fail(describe(error))))
+            upstream.once("end", () =>
+              settle(
+                Effect.succeed({
+                  status: upstream.statusCode ?? 502,
+                  headers: upstream.headers,
+                  body: Buffer.concat(chunks),
+                }),
+              ),
+            )
+          })
+          outgoing.end(body)
+        }
+        start()
         return Effect.sync(() => {
           settled = true
           cancelLate()
