@@ -228,44 +228,49 @@ describe("the other binaries stop", () => {
     }),
   )
 
-  it.scopedLive("mesh-one, on SIGTERM and on SIGINT, each with a request in flight on its control plane", () =>
-    Effect.gen(function* () {
-      const data = join(dir, "mesh-one")
-      for (const signal of ["SIGTERM", "SIGINT"] as const) {
-        const one = startBin("mesh-one", [
-          "--data-dir",
-          data,
-          "--port",
-          "0",
-          "--issuer-port",
-          "0",
-          "--router-port",
-          "0",
-          "--node-port",
-          "0",
-          "--node-b-port",
-          "0",
-          "--demo-mcp-port",
-          "0",
-          "--demo-inference-port",
-          "0",
-        ])
-        const url = yield* Effect.promise(() =>
-          waitFor(
-            `mesh-one banner (${one.output()})`,
-            async () =>
-              one.output().includes("Press Ctrl-C")
-                ? /control plane\s+(http:\/\/\S+)/.exec(one.output())?.[1]
-                : undefined,
-            600,
-          ),
-        )
-        const adminToken = readFileSync(join(data, "admin-token"), "utf8").trim()
-        const held = yield* Effect.promise(() => holdRequest(url, "/admin/bootstrap-tokens", adminToken))
-        const exit = yield* Effect.promise(() => signalAndWait(one.child, signal))
-        stopsCleanly(exit)
-        expect((yield* Effect.promise(() => held.outcome))._tag, signal).toBe("closed")
-      }
-    }),
+  it.scopedLive(
+    "mesh-one, on SIGTERM and on SIGINT, each with a request in flight on its control plane",
+    () =>
+      Effect.gen(function* () {
+        const data = join(dir, "mesh-one")
+        for (const signal of ["SIGTERM", "SIGINT"] as const) {
+          const one = startBin("mesh-one", [
+            "--data-dir",
+            data,
+            "--port",
+            "0",
+            "--issuer-port",
+            "0",
+            "--router-port",
+            "0",
+            "--node-port",
+            "0",
+            "--node-b-port",
+            "0",
+            "--demo-mcp-port",
+            "0",
+            "--demo-inference-port",
+            "0",
+          ])
+          const url = yield* Effect.promise(() =>
+            waitFor(
+              `mesh-one banner (${one.output()})`,
+              async () =>
+                one.output().includes("Press Ctrl-C")
+                  ? /control plane\s+(http:\/\/\S+)/.exec(one.output())?.[1]
+                  : undefined,
+              600,
+            ),
+          )
+          const adminToken = readFileSync(join(data, "admin-token"), "utf8").trim()
+          const held = yield* Effect.promise(() => holdRequest(url, "/admin/bootstrap-tokens", adminToken))
+          const exit = yield* Effect.promise(() => signalAndWait(one.child, signal))
+          stopsCleanly(exit)
+          expect((yield* Effect.promise(() => held.outcome))._tag, signal).toBe("closed")
+        }
+      }),
+    // mesh-one starts a whole mesh (a control plane, a router, two nodes, two demo backends), twice: on a loaded
+    // machine each start takes tens of seconds.
+    150_000,
   )
 })
