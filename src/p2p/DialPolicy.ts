@@ -7,7 +7,8 @@
  * 2. a connection to the peer whose handshake is under way (it is waited for, not duplicated);
  * 3. a fresh dial plan: the peer's direct addresses, public ones first (a private address is often another home's,
  *    where the dial stalls until its timeout), one after the other with a short stagger; and the relay of every
- *    connected router, started once the direct attempts had a head start (at once when there is no direct address).
+ *    connected router, started once the direct attempts had a head start (at once when there is no direct address,
+ *    or when the last direct dial of the peer failed).
  *    Each next attempt starts early when every earlier one has failed. The first to authenticate wins; the rest are
  *    cancelled.
  *
@@ -62,8 +63,17 @@ export const isPublic = (address: string): boolean => {
   return true
 }
 
-/** The plan for a peer with `direct` addresses and `relays` (circuit addresses through connected routers). */
-export const plan = (direct: ReadonlyArray<string>, relays: ReadonlyArray<string>): ReadonlyArray<Attempt> => {
+/**
+ * The plan for a peer with `direct` addresses and `relays` (circuit addresses through connected routers).
+ * `directFailed`: the last direct dial of this peer failed (its addresses are another home's, or behind a NAT that
+ * drops them), so the relays get no head start: holding them back would only delay the path that works, e.g. the
+ * other router's relay once the router of a relayed path died.
+ */
+export const plan = (
+  direct: ReadonlyArray<string>,
+  relays: ReadonlyArray<string>,
+  directFailed = false,
+): ReadonlyArray<Attempt> => {
   const ordered = [...direct.filter(isPublic), ...direct.filter((a) => !isPublic(a))]
   const directAttempts = ordered.map(
     (address, i): Attempt => ({
@@ -73,7 +83,7 @@ export const plan = (direct: ReadonlyArray<string>, relays: ReadonlyArray<string
       timeout: DIRECT_DIAL_TIMEOUT,
     }),
   )
-  const relayStart = ordered.length === 0 ? Duration.zero : RELAY_HEAD_START
+  const relayStart = ordered.length === 0 || directFailed ? Duration.zero : RELAY_HEAD_START
   const relayAttempts = relays.map(
     (address, i): Attempt => ({
       address,

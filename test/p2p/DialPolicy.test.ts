@@ -33,6 +33,14 @@ describe("the dial plan", () => {
     ])
   })
 
+  it("starts the relays at once when the last direct dial of the peer failed", () => {
+    expect(starts(DialPolicy.plan([HOME], [RELAY_1, RELAY_2], true))).toEqual([
+      [HOME, 0],
+      [RELAY_1, 0],
+      [RELAY_2, 250],
+    ])
+  })
+
   it("does not wait on a private address longer than the relays' head start", () => {
     const plan = DialPolicy.plan([HOME], [RELAY_1])
     const relay = plan.find((a) => a.relayed)

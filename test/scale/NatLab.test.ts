@@ -24,6 +24,11 @@ import * as Topology from "./Topology.js"
 
 /** What the timed steps must stay under on a loaded CI machine; the goals (5 s) are printed with each figure. */
 const LOADED_BOUND_MS = 12_000
+/**
+ * A router's death: the goal itself. 0.2-0.3 s on an idle machine (the other router's relay is dialled at once, and
+ * no longer waits behind the hole punch's dial), so 5 s leaves the loaded CI machine more than ten times that.
+ */
+const FAILOVER_BOUND_MS = 5_000
 
 const why = NatLab.unavailable()
 if (why !== undefined) console.log(`NAT lab tests skipped: ${why}`)
@@ -188,8 +193,8 @@ describe.skipIf(why !== undefined)("members behind NAT (the NAT lab)", () => {
           `router ${dying.name} killed: calls resumed after ${resumed} ms; failed calls:\n${attempts.join("\n")}`,
         )
         if (resumed > 5_000) yield* explain(c, cd.yId)
-        // The goal is 5 s (2.5 s on an idle machine, 7.8 s once under CI-like load): the figure is printed above.
-        expect(resumed).toBeLessThanOrEqual(LOADED_BOUND_MS)
+        // The goal is 5 s; before issue 51's fix 8-8.4 s (a relayed dial stuck behind the hole punch's dial).
+        expect(resumed).toBeLessThanOrEqual(FAILOVER_BOUND_MS)
         const after = yield* peerView(c, cd.yId)
         expect(after.relays?.map((r) => r.router)).not.toContain(through)
       }),

@@ -53,8 +53,13 @@ const tcpAddress = (host: string, port: number): Multiaddr =>
 
 const LOOPBACK = /^(127\.|::1$)/
 
-/** A second connection to a peer we are connected to (`force`: libp2p would return the relayed one). */
-const dialOptions = (signal: AbortSignal): DialOptions => ({ signal, force: true })
+/**
+ * The punching dial names no peer to libp2p (the peer the noise handshake proved is checked after it): libp2p joins
+ * every dial naming a peer to one under way for it, so a relayed dial to the same peer (MeshHost's plan, after the
+ * router of the relayed path died) would wait behind a punch to an address that drops packets, for libp2p's whole
+ * per-address timeout once the punch itself gave up (issue 51: 8 s to resume calls through the other router).
+ */
+const dialOptions = (signal: AbortSignal): DialOptions => ({ signal })
 
 export const layer = Layer.scoped(
   HolePunch,
@@ -166,12 +171,18 @@ export const layer = Layer.scoped(
         () =>
           Effect.tryPromise({
             try: (signal) =>
-              libp2p.dial(
-                targets.map((t) => t.encapsulate(`/p2p/${peer}`)),
-                dialOptions(AbortSignal.any([signal, AbortSignal.timeout(DIAL_MS)])),
-              ),
+              libp2p.dial([...targets], dialOptions(AbortSignal.any([signal, AbortSignal.timeout(DIAL_MS)]))),
             catch: (error) => `no answer from ${targets.map(String).join(", ")}: ${describe(error)}`,
-          }),
+          }).pipe(
+            Effect.flatMap((connection) =>
+              connection.remotePeer.toString() === peer
+                ? Effect.succeed(connection)
+                : Effect.zipRight(
+                    Effect.promise(() => connection.close().catch(() => undefined)),
+                    Effect.fail("another peer answered at that address"),
+                  ),
+            ),
+          ),
         (unbinds) => Effect.sync(() => unbinds.forEach((unbind) => unbind())),
       )
 

@@ -115,9 +115,26 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         connection.direction === "outbound" ? Handshake.initiate(deps, connection) : Handshake.expire(deps, connection),
       )
     }
+    // Peers whose last path was a relay that closed with no direct connection beside it (its router died, most
+    // often): their next dial plan starts the relays at once, as after a failed direct dial (DialPolicy.plan).
+    const relayedOnly = yield* Ref.make<ReadonlySet<string>>(new Set())
     const onClose = (event: CustomEvent<Connection>) => {
-      admissions.untrack(event.detail)
-      peering.settled(event.detail.remotePeer.toString())
+      const closed = event.detail
+      const peer = closed.remotePeer.toString()
+      admissions.untrack(closed)
+      peering.settled(peer)
+      if (
+        closed.limits !== undefined &&
+        !admissions.authenticatedConnections(peer).some((c) => c.limits === undefined)
+      ) {
+        runFork(
+          Ref.update(relayedOnly, (set) => {
+            const next = new Set(set).add(peer)
+            if (next.size > DIRECT_FAILURES_KEPT) next.delete(next.values().next().value as string)
+            return next
+          }),
+        )
+      }
     }
     yield* scoped(
       () => libp2p.addEventListener("connection:open", onOpen),
@@ -332,7 +349,8 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
     const reach = (peer: string, directOnly = false): Effect.Effect<AuthenticatedPeer, MeshDialError> =>
       Effect.gen(function* () {
         const { direct, relays } = yield* candidates(peer)
-        const attempts = DialPolicy.plan(direct, directOnly ? [] : relays)
+        const directFailed = (yield* Ref.get(directFailures)).has(peer) || (yield* Ref.get(relayedOnly)).has(peer)
+        const attempts = DialPolicy.plan(direct, directOnly ? [] : relays, directFailed)
         if (attempts.length === 0) {
           return yield* new MeshDialError({
             address: peer,
@@ -343,13 +361,22 @@ export const make = (options: MeshHostOptions): Effect.Effect<MeshHostService, M
         const remember = (attempt: DialPolicy.Attempt, reason: Option.Option<string>) =>
           attempt.relayed
             ? Effect.void
-            : Ref.update(directFailures, (map) => {
-                const next = new Map(map)
-                next.delete(peer)
-                if (Option.isSome(reason)) next.set(peer, `${attempt.address}: ${reason.value}`)
-                if (next.size > DIRECT_FAILURES_KEPT) next.delete(next.keys().next().value as string)
-                return next
-              })
+            : Effect.zipRight(
+                Option.isSome(reason)
+                  ? Effect.void
+                  : Ref.update(relayedOnly, (set) => {
+                      const next = new Set(set)
+                      next.delete(peer)
+                      return next
+                    }),
+                Ref.update(directFailures, (map) => {
+                  const next = new Map(map)
+                  next.delete(peer)
+                  if (Option.isSome(reason)) next.set(peer, `${attempt.address}: ${reason.value}`)
+                  if (next.size > DIRECT_FAILURES_KEPT) next.delete(next.keys().next().value as string)
+                  return next
+                }),
+              )
         const reasons = yield* Ref.make<ReadonlyArray<string>>([])
         const run = (attempt: DialPolicy.Attempt, i: number) =>
           Effect.raceFirst(
