@@ -21,7 +21,6 @@ import { type Announcer, type DiscoveredService, Discovery } from "../../service
 import type { FederatedTool, Provider } from "../../services/federation/Federation.js"
 import { PeerMcp, type PeerMcpFailure } from "../../services/mcp/PeerMcp.js"
 import { MeshHost } from "../../services/mesh/MeshHost.js"
-import { ToolPinning } from "../../services/toolpinning/ToolPinning.js"
 import { ToolSearch } from "../../services/toolsearch/ToolSearch.js"
 import * as Judged from "../toolpinning/Judged.js"
 import * as Memory from "./Memory.js"
@@ -148,7 +147,6 @@ const listingOf = (
   input: Input,
 ) =>
   Effect.gen(function* () {
-    const pinning = yield* ToolPinning
     if (
       known?.listing !== undefined &&
       !Memory.listingDue(known, announced, input.nowMs) &&
