@@ -5,14 +5,13 @@
  */
 import { createHash } from "node:crypto"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Effect, Either } from "effect"
-import * as Challenge from "../../domain/Challenge.js"
+import { Effect } from "effect"
 import { NodeToolDriftReportSchema } from "../../gen/mesh_pb.js"
 import { OPERATOR } from "../../services/operations/Audit.js"
 import { type StoredReport, ToolDriftReports } from "../../services/tooldrift/ToolDriftReports.js"
 import { ControlPlaneApi } from "../Api.js"
 import * as Bearer from "../Bearer.js"
+import * as NodeProof from "../NodeProof.js"
 import * as Protobuf from "../Protobuf.js"
 
 const time = (ms: number): string => new Date(ms).toISOString()
@@ -43,17 +42,11 @@ export const ToolDriftHttpLive = HttpApiBuilder.group(ControlPlaneApi, "toolDrif
     return handlers.handle("report", ({ payload }) =>
       Effect.gen(function* () {
         const credential = yield* Bearer.credential
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const ts = (request.headers["x-mesh-challenge-ts"] ?? "").trim()
-        const signature = Challenge.fromHeader(request.headers["x-mesh-challenge-sig"] ?? "")
+        const proof = yield* NodeProof.fromRequest
         const body = yield* Protobuf.decode(NodeToolDriftReportSchema, payload)
         yield* reports.report(
           credential,
-          {
-            unixMs: /^\d{1,16}$/.test(ts) ? Number(ts) : 0,
-            signature: Either.getOrElse(signature, () => new Uint8Array(64)),
-            bodyDigest: createHash("sha256").update(payload).digest("hex"),
-          },
+          { ...proof, bodyDigest: createHash("sha256").update(payload).digest("hex") },
           {
             providerPeerId: body.providerPeerId,
             providerLabels: { ...body.providerLabels },
