@@ -6,6 +6,9 @@
  * description hides instructions gets none of A's 1,000 federated calls and is marked `changed`; B changing its
  * description (a rug pull) takes the tool off A's list within a round and refuses a direct call naming the change,
  * while W keeps it, marked; a pin the operator sets in the policy applies on the nodes without a restart.
+ *
+ * Why this long (a minute and more on a loaded machine, so it starts in the first tier): five members' mesh, the
+ * 1,050 federated calls, and the rounds a rug pull and a policy pin are waited through.
  */
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -16,9 +19,9 @@ import type * as NodeFile from "../../src/domain/NodeFile.js"
 import * as ControlPlaneHarness from "../../src/testing/ControlPlaneHarness.js"
 import * as NodeHarness from "../../src/testing/NodeHarness.js"
 import * as RouterHarness from "../../src/testing/RouterHarness.js"
+import { eventually, tokenHeader } from "../node/support.js"
 import { setPolicy } from "../support/admin.js"
 import * as Backends from "../support/backends.js"
-import { eventually, tokenHeader } from "./support.js"
 
 const POLICY = {
   roles: [{ name: "mesh:role:node", allowed_labels: ["*"], allowed_services: ["mcp://demo"], allowed_targets: ["*"] }],
