@@ -6,11 +6,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted, Ref } from "effect"
 import * as NodeConfig from "../../src/config/NodeConfig.js"
 import type * as NodeFile from "../../src/domain/NodeFile.js"
+import * as PeerTools from "../../src/domain/PeerTools.js"
 import type * as Policy from "../../src/domain/Policy.js"
 import * as ToolFingerprint from "../../src/domain/ToolFingerprint.js"
+import * as PinCheck from "../../src/layers/mcp/PinCheck.js"
 import * as MetricsLive from "../../src/layers/operations/MetricsLive.js"
 import * as FirstUsePins from "../../src/layers/toolpinning/FirstUsePins.js"
 import * as ToolPinningLive from "../../src/layers/toolpinning/ToolPinningLive.js"
+import { PeerMcp } from "../../src/services/mcp/PeerMcp.js"
+import { MeshHost, type MeshHostService } from "../../src/services/mesh/MeshHost.js"
 import { PolicyView } from "../../src/services/node/PolicyView.js"
 import { Metrics } from "../../src/services/operations/Metrics.js"
 import { ToolPinning } from "../../src/services/toolpinning/ToolPinning.js"
@@ -170,5 +174,51 @@ describe("tool pinning on a node", () => {
         judgement: { pin: "pinned" },
       })
     }).pipe(Effect.provide(MetricsLive.layer)),
+  )
+
+  it.scoped(
+    "a call to a peer never listed goes at once when the tool is unpinned, and is held against a pin first",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* folder
+        const document = yield* Ref.make<Policy.Document>({ roles: [], bindings: [] })
+        const judge = yield* Effect.provide(ToolPinning, pinning(dir, document))
+        const lists = yield* Ref.make(0)
+        const mcp = PeerMcp.of({
+          listTools: () =>
+            Effect.as(
+              Ref.update(lists, (n) => n + 1),
+              {
+                tools: [PeerTools.listed(poisoned as Parameters<typeof PeerTools.listed>[0])].flatMap((l) => l ?? []),
+              },
+            ),
+          callTool: () => Effect.die("not used"),
+          sessions: Effect.succeed(0),
+        })
+        const host = { peer: () => Effect.succeed(Option.none()) } as unknown as MeshHostService
+        const check = (peerId: string) =>
+          PinCheck.forCall(peerId, "demo", "word_count").pipe(
+            Effect.provideService(ToolPinning, judge),
+            Effect.provideService(PeerMcp, mcp),
+            Effect.provideService(MeshHost, host),
+          )
+        // Nothing pinned, nothing listed: no listing's round trip before the call.
+        expect(yield* judge.pinned("demo", "word_count")).toBe(false)
+        expect(yield* check("peer-c")).toEqual({ _tag: "Allowed" })
+        expect(yield* Ref.get(lists)).toBe(0)
+        // Pinned on first use from another provider: the unlisted peer's definition is listed and refused.
+        yield* judge.judgeListing("peer-b", {}, "demo", [wordCount])
+        expect(yield* judge.pinned("demo", "word_count")).toBe(true)
+        expect(yield* check("peer-c")).toMatchObject({ _tag: "Refused" })
+        expect(yield* Ref.get(lists)).toBe(1)
+        // A policy pin counts as a pin too.
+        yield* Ref.set(document, {
+          roles: [],
+          bindings: [],
+          toolPins: [{ tool: "mcp://demo/shout", fingerprint: ToolFingerprint.fingerprint(wordCount), peerLabels: {} }],
+        })
+        expect(yield* judge.pinned("demo", "shout")).toBe(true)
+        expect(yield* judge.pinned("demo", "whisper")).toBe(false)
+      }).pipe(Effect.provide(MetricsLive.layer)),
   )
 })

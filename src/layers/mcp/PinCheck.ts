@@ -1,7 +1,7 @@
 /**
  * Tool pinning before `call_remote_tool` sends a call: a call carries no definition, so the one judged is the
  * definition of the tool in the last listing this node holds of that service on that peer (listed now when none is
- * held, or the one held does not have the tool). Under `enforce`, a changed definition is refused with what changed; a listing that fails fails the check as
+ * held and the tool is pinned, or the one held does not have the tool). Under `enforce`, a changed definition is refused with what changed; a listing that fails fails the check as
  * the call would have failed (refused, unreachable...). A tool the listing does not have is called: no definition of
  * it reached an agent from this peer, so none can have changed, and the serving peer says why it does not serve it
  * (its policy may grant this node a part of its tools and list only those). Under `warn` the call goes, marked when
@@ -45,6 +45,10 @@ export const forCall = (
     const mode = pinning.modeOf(service)
     if (mode === "off") return allowed
     const first = yield* pinning.held(peerId, service, tool)
+    // Nothing listed of the service on that peer and nothing pinned of the tool: no definition of it has reached an
+    // agent here, and none is held to compare, so the call goes without a listing's round trip first (the first
+    // listing pins it). Where a pin exists, the peer's definition is listed and held against it before the call.
+    if (first._tag === "NoListing" && !(yield* pinning.pinned(service, tool))) return allowed
     // A listing held without the tool may be one cut to another caller's scope, or older than the tool: listed again.
     const held: Either.Either<Held, PeerMcpError> =
       first._tag === "Judged" ? Either.right(first) : yield* listNow(peerId, service, tool)

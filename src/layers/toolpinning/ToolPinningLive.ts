@@ -142,6 +142,14 @@ export const layer = Layer.effect(
     return ToolPinning.of({
       modeOf,
       judge,
+      pinned: (service, name) =>
+        Effect.gen(function* () {
+          const tool = ToolName.format({ service, tool: name })
+          if ((yield* SynchronizedRef.get(pins)).has(tool)) return true
+          const snapshot = yield* policy.current
+          const all = Option.match(snapshot, { onNone: () => [], onSome: (s) => s.document.toolPins ?? [] })
+          return PinsByTool.of(all, tool).length > 0
+        }),
       judgeListing: (peerId, labels, service, definitions) =>
         Effect.gen(function* () {
           const listing = definitions.map((definition): Provided => ({ peerId, labels, service, definition }))

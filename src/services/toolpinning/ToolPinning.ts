@@ -36,6 +36,8 @@ export interface ToolPinningService {
   ) => Effect.Effect<ReadonlyArray<Judgement>>
   /** The definition of `tool` that `peerId` last listed for `service`, judged now: the policy may have changed. */
   readonly held: (peerId: string, service: string, tool: string) => Effect.Effect<Held>
+  /** Whether a definition of `mcp://<service>/<tool>` is pinned: by the policy, or by this node on first use. */
+  readonly pinned: (service: string, tool: string) => Effect.Effect<boolean>
   /** The node's mode for a service: `tool_pinning` of its `federate:` entry, else of the node. */
   readonly modeOf: (service: string) => Mode
 }

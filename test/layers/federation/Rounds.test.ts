@@ -155,6 +155,7 @@ const setup = (initial: Record<string, Peer>) =>
       judge: () => Effect.succeed(unpinned),
       judgeListing: (_peer, _labels, _service, definitions) => Effect.succeed(definitions.map(() => unpinned)),
       held: () => Effect.succeed({ _tag: "NoListing" }),
+      pinned: () => Effect.succeed(false),
     })
     const federation = yield* Layer.build(
       FederationLive.layer.pipe(
