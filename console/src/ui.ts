@@ -1,7 +1,8 @@
 /** The console's building blocks: buttons with busy states, badges, tables that fold into cards on a phone, notices. */
 import { ApiError } from "./api.js"
+import { type DiffLine, fold } from "./diff.js"
 import { type Child, fill, h, uid } from "./dom.js"
-import { absolute, fromNow } from "./format.js"
+import { absolute, fromNow, plural } from "./format.js"
 
 export type Tone = "good" | "warn" | "bad" | "neutral" | "info"
 
@@ -277,3 +278,25 @@ export const stat = (label: string, value: Child, detail: Child = null, href?: s
   const body = [h("span", { class: "stat-label" }, label), h("span", { class: "stat-value" }, value), detail]
   return href === undefined ? h("div", { class: "stat" }, body) : h("a", { class: "stat stat-link", href }, body)
 }
+
+/** A line diff (diff.ts) as the console shows it: long unchanged runs folded, each change signed and named for readers. */
+export const diffView = (lines: ReadonlyArray<DiffLine>, label: string): HTMLElement =>
+  h(
+    "pre",
+    { class: "diff", "aria-label": label },
+    fold(lines).map((l) =>
+      l.kind === "skipped"
+        ? h("span", { class: "diff-line diff-skipped" }, `  … ${plural(l.count, "unchanged line")}\n`)
+        : h(
+            "span",
+            { class: `diff-line diff-${l.kind}` },
+            h(
+              "span",
+              { class: "diff-sign", "aria-hidden": "true" },
+              l.kind === "added" ? "+" : l.kind === "removed" ? "−" : " ",
+            ),
+            h("span", { class: "visually-hidden" }, l.kind === "same" ? "" : `${l.kind}: `),
+            `${l.text}\n`,
+          ),
+    ),
+  )

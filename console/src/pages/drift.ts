@@ -8,7 +8,7 @@
 import { reveal } from "../../../src/domain/HiddenText.js"
 import { ApiError, type Success } from "../api.js"
 import type { PageContext } from "../context.js"
-import { diffLines, fold } from "../diff.js"
+import { diffLines } from "../diff.js"
 import { fill, h, uid } from "../dom.js"
 import { labelPairs, plural, shortId } from "../format.js"
 import {
@@ -17,6 +17,7 @@ import {
   card,
   chip,
   confirm,
+  diffView,
   empty,
   loadInto,
   messageOf,
@@ -62,25 +63,7 @@ const diffOf = (before: string, after: string) => {
   const removed = lines.filter((l) => l.kind === "removed").length
   return [
     h("p", { class: "muted" }, `${plural(added, "line")} added, ${removed} removed.`),
-    h(
-      "pre",
-      { class: "diff", "aria-label": "Changes from the pinned definition" },
-      fold(lines).map((l) =>
-        l.kind === "skipped"
-          ? h("span", { class: "diff-line diff-skipped" }, `  … ${plural(l.count, "unchanged line")}\n`)
-          : h(
-              "span",
-              { class: `diff-line diff-${l.kind}` },
-              h(
-                "span",
-                { class: "diff-sign", "aria-hidden": "true" },
-                l.kind === "added" ? "+" : l.kind === "removed" ? "−" : " ",
-              ),
-              h("span", { class: "visually-hidden" }, l.kind === "same" ? "" : `${l.kind}: `),
-              `${l.text}\n`,
-            ),
-      ),
-    ),
+    diffView(lines, "Changes from the pinned definition"),
   ]
 }
 

@@ -5,10 +5,10 @@
  */
 import type { PolicyUpdateJson } from "../../../src/http/policies/PolicyJson.js"
 import type { AdminStatus, PageContext } from "../context.js"
-import { diffLines, fold, hasChanges } from "../diff.js"
+import { diffLines, hasChanges } from "../diff.js"
 import { fill, h } from "../dom.js"
 import { plural } from "../format.js"
-import { announce, button, card, loadInto, messageOf, notice, pageHeader, time } from "../ui.js"
+import { announce, button, card, diffView, loadInto, messageOf, notice, pageHeader, time } from "../ui.js"
 
 type Policy = AdminStatus["policy"]
 
@@ -150,25 +150,7 @@ export const render = (root: HTMLElement, context: PageContext): void => {
           { class: "muted" },
           `${plural(added, "line")} added, ${removed} removed, against version ${current.version}.`,
         ),
-        h(
-          "pre",
-          { class: "diff", "aria-label": "Changes against the current policy" },
-          fold(lines).map((l) =>
-            l.kind === "skipped"
-              ? h("span", { class: "diff-line diff-skipped" }, `  … ${plural(l.count, "unchanged line")}\n`)
-              : h(
-                  "span",
-                  { class: `diff-line diff-${l.kind}` },
-                  h(
-                    "span",
-                    { class: "diff-sign", "aria-hidden": "true" },
-                    l.kind === "added" ? "+" : l.kind === "removed" ? "−" : " ",
-                  ),
-                  h("span", { class: "visually-hidden" }, l.kind === "same" ? "" : `${l.kind}: `),
-                  `${l.text}\n`,
-                ),
-          ),
-        ),
+        diffView(lines, "Changes against the current policy"),
         h(
           "div",
           { class: "button-row" },
